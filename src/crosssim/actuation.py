@@ -1,0 +1,73 @@
+"""Actuation: crosssim computes joint torques itself, so every engine runs one control law.
+
+Engine-native motors are off in every adapter; what reaches an engine is one torque per
+canonical joint, recomputed at physics rate where the law depends on the state (PD).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from crosssim.scene import CanonicalModel
+
+
+@dataclass(frozen=True)
+class Actuation:
+    """Maps a policy action to joint torques.
+
+    ``motor``: torque = gear x clip(action, ctrlrange) on each actuator's joint (gymnasium's
+    motors); constant over the control period. ``pd``: target = scale x action + default
+    pose, torque = kp (target - q) - kd qd, recomputed every physics step.
+    """
+
+    mode: str
+    joint_index: np.ndarray
+    """Canonical joint index driven by each action component."""
+    dof_index: np.ndarray
+    """qvel address of those joints."""
+    qpos_index: np.ndarray
+    """qpos address of those joints."""
+    joint_count: int
+    gear: np.ndarray
+    ctrl_low: np.ndarray
+    ctrl_high: np.ndarray
+    kp: np.ndarray | None = None
+    """Proportional gains [N m/rad], one per action component (pd)."""
+    kd: np.ndarray | None = None
+    """Derivative gains [N m s/rad] (pd)."""
+    scale: np.ndarray | None = None
+    default_pos: np.ndarray | None = None
+    """Default joint positions [rad] the PD target is relative to (pd)."""
+    torque_limit: np.ndarray | None = None
+    """Symmetric torque clip [N m] per action component, or None."""
+
+    @property
+    def constant_over_substeps(self) -> bool:
+        return self.mode == "motor"
+
+    @classmethod
+    def motors(cls, c: CanonicalModel) -> "Actuation":
+        low = np.where(c.actuator_ctrllimited, c.actuator_ctrlrange[:, 0], -np.inf)
+        high = np.where(c.actuator_ctrllimited, c.actuator_ctrlrange[:, 1], np.inf)
+        return cls("motor", c.actuator_joint.copy(), c.joint_dofadr[c.actuator_joint], c.joint_qposadr[c.actuator_joint],
+                   c.joint_count, c.actuator_gear.copy(), low, high)
+
+    def target(self, action: np.ndarray) -> np.ndarray:
+        """What the action means for this law: clipped ctrl (motor) or joint targets (pd)."""
+        if self.mode == "motor":
+            return np.clip(action, self.ctrl_low, self.ctrl_high)
+        return self.scale * action + self.default_pos
+
+    def torques(self, target: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+        """Joint torques, one per canonical joint (zero on unactuated joints)."""
+        if self.mode == "motor":
+            tau = self.gear * target
+        else:
+            tau = self.kp * (target - qpos[self.qpos_index]) - self.kd * qvel[self.dof_index]
+        if self.torque_limit is not None:
+            tau = np.clip(tau, -self.torque_limit, self.torque_limit)
+        out = np.zeros(self.joint_count)
+        out[self.joint_index] = tau
+        return out

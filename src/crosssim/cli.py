@@ -1,0 +1,171 @@
+"""Command line: ``crosssim crossval | audit | engines | tasks``.
+
+Errors crosssim can explain (CrossSimError) print one line naming the file and the fix and exit
+with status 1; a traceback means a bug in crosssim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+
+from crosssim.errors import CrossSimError
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+def _help(cls, name: str) -> str:
+    """Field docstring of a config dataclass (the one source of help text)."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body
+    for i, node in enumerate(body):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name:
+            nxt = body[i + 1] if i + 1 < len(body) else None
+            if isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
+                return str(nxt.value.value)
+    return ""
+
+
+def _fmt(x: float, digits: int = 1) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def print_table(summary: dict, file=sys.stdout) -> None:
+    ref = summary["reference_engine"]
+    head = f"{'engine':<22}{'return (95% CI)':>30}{'length':>9}{'early end':>11}{'drop vs ' + ref:>18}{'failed':>8}"
+    print(head, file=file)
+    print("-" * len(head), file=file)
+    for e, s in summary["engines"].items():
+        lo, hi = s["return_ci95"]
+        ret = f"{_fmt(s['mean_return'])} [{_fmt(lo)}, {_fmt(hi)}]"
+        drop = "reference" if e == ref else (_fmt(100 * s["drop_vs_reference"]) + " %")
+        early = _fmt(100 * s["terminated_early"], 0) + " %"
+        print(f"{e:<22}{ret:>30}{_fmt(s['mean_length'], 0):>9}{early:>11}{drop:>18}{s['failed']:>8}", file=file)
+        if s.get("error"):
+            print(f"  ! {s['error']}", file=file)
+
+
+def _progress(stream=sys.stderr):
+    def show(engine: str, done: int, total: int, row: dict) -> None:
+        bar = "#" * int(20 * done / max(total, 1))
+        msg = f"  {engine:<22} [{bar:<20}] {done}/{total}"
+        if row.get("failure"):
+            msg += f"  failed: {str(row['failure'])[:80]}"
+        print(msg, file=stream, flush=True)
+    return show
+
+
+def cmd_crossval(args) -> int:
+    from crosssim.runner import CrossvalConfig, run_crossval
+
+    config = CrossvalConfig(
+        policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
+        episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
+        trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
+        inline=args.inline,
+    )
+    print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
+          file=sys.stderr)
+    summary = run_crossval(config, progress=None if args.quiet else _progress())
+    print_table(summary)
+    print(f"\nresults: {summary['out']}/results.parquet  summary: {summary['out']}/summary.json")
+    return EXIT_OK
+
+
+def cmd_audit(args) -> int:
+    from crosssim.engines import get_engine
+    from crosssim.profiles import load_profile
+    from crosssim.scene import resolve_scene
+
+    scene = resolve_scene(args.robot)
+    worst = 0
+    for name in [e.strip() for e in args.engines.split(",") if e.strip()]:
+        profile = load_profile(name)
+        try:
+            engine = get_engine(profile.engine)
+            model = engine.load(scene, profile)
+        except CrossSimError as exc:
+            print(f"\n== {name}: unavailable: {exc}")
+            continue
+        rows = engine.audit(model)
+        engine.close(model)
+        bad = [r for r in rows if r.status != "ok"]
+        worst = max(worst, len([r for r in bad if r.status == "MISMATCH"]))
+        print(f"\n== {name}: {len(rows)} parameters read back, {len(bad)} not matching")
+        print(f"  {'quantity':<20}{'item':<24}{'canonical':>12}{'engine':>12}  status")
+        for r in rows if args.all else bad:
+            eng = "n/a" if r.engine is None else f"{r.engine:.6g}"
+            print(f"  {r.quantity:<20}{r.item[:23]:<24}{r.canonical:>12.6g}{eng:>12}  {r.status}"
+                  + (f"  ({r.note})" if r.note and r.status != "ok" else ""))
+    return EXIT_OK
+
+
+def cmd_engines(args) -> int:
+    from crosssim.engines.availability import engine_statuses
+
+    for name, ok, reason in engine_statuses():
+        print(f"{name:<24}{'available' if ok else 'unavailable':<13}{reason}")
+    return EXIT_OK
+
+
+def cmd_tasks(args) -> int:
+    from crosssim.scene import canonical_model, resolve_scene
+    from crosssim.tasks import registered_tasks
+
+    for name, cls in sorted(registered_tasks().items()):
+        task = cls()
+        c = canonical_model(resolve_scene(task.scene))
+        print(f"{name:<14} obs {task.observation_size(c):>4}  act {task.action_size(c):>3}  "
+              f"control {task.frame_skip * c.timestep * 1000:.0f} ms  scene {task.scene}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from crosssim.runner import CrossvalConfig
+
+    h = lambda name: _help(CrossvalConfig, name)  # noqa: E731
+    p = argparse.ArgumentParser(prog="crosssim", description="Cross-engine transfer checks for robot policies")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("crossval", help="run a policy in several engines and compare")
+    c.add_argument("--policy", required=True, help=h("policy"))
+    c.add_argument("--engines", default="mujoco,pybullet", help=h("engines") + " Comma-separated.")
+    c.add_argument("--episodes", type=int, default=10, help=h("episodes"))
+    c.add_argument("--seed", type=int, default=0, help=h("seed"))
+    c.add_argument("--out", default=None, help=h("out"))
+    c.add_argument("--max-steps", type=int, default=None, help=h("max_steps"))
+    c.add_argument("--trust-policy-code", action="store_true", help=h("trust_policy_code"))
+    c.add_argument("--workers", type=int, default=CrossvalConfig.__dataclass_fields__["workers"].default_factory(),
+                   help=h("workers"))
+    c.add_argument("--episode-timeout", type=float, default=600.0, help=h("episode_timeout"))
+    c.add_argument("--inline", action="store_true", help=h("inline"))
+    c.add_argument("--quiet", action="store_true", help="no progress lines")
+    c.set_defaults(func=cmd_crossval)
+    a = sub.add_parser("audit", help="model parameters read back from each engine vs the canonical model")
+    a.add_argument("--robot", required=True, help="MJCF path or gymnasium:<file>.xml")
+    a.add_argument("--engines", default="mujoco,pybullet")
+    a.add_argument("--all", action="store_true", help="print matching rows too")
+    a.set_defaults(func=cmd_audit)
+    sub.add_parser("engines", help="list engines and whether they run here").set_defaults(func=cmd_engines)
+    sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CrossSimError as exc:
+        print(f"crosssim: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("crosssim: interrupted; results written so far are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

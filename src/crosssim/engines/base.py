@@ -1,0 +1,134 @@
+"""The engine contract every adapter follows, and the engine registry.
+
+In the spirit of newton's Model/State/Control and MuJoCo's mjModel/mjData: ``load`` builds an
+immutable model once, ``reset`` returns a state the caller owns, ``step`` advances it under
+joint torques computed by crosssim. Engines that keep their state inside a server (PyBullet)
+hide it behind this contract; nothing outside ``crosssim.engines`` knows.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from crosssim.errors import CrossSimError, EngineUnavailable
+from crosssim.frame import InitialState, SimFrame
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """Settings of one engine column: which engine, and how it is configured.
+
+    Loaded from ``simulators/<name>.yaml``; ``settings`` are engine-specific and documented in
+    that file (solver, iterations, contact parameters).
+    """
+
+    name: str
+    """Column name in results, e.g. ``mujoco`` or ``newton-featherstone``."""
+    engine: str
+    """Registered engine this profile configures."""
+    settings: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One physical parameter, canonical value next to what the engine reports back."""
+
+    quantity: str
+    """e.g. ``body_mass``, ``joint_damping``."""
+    item: str
+    """Body, joint or actuator name (or ``model``)."""
+    canonical: float
+    engine: float | None
+    """Value read back from the engine; None where the engine cannot represent it."""
+    tolerance: float
+    note: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.engine is None:  # cannot be represented: harmless only where it is zero
+            return "ok" if self.canonical == 0 else "unsupported"
+        if not np.isfinite(self.engine) or abs(self.engine - self.canonical) > self.tolerance:
+            return "MISMATCH"
+        return "ok"
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Adapter contract. All arrays are in canonical (MuJoCo) order and SI units."""
+
+    name: str
+
+    def load(self, scene: Path, profile: EngineProfile) -> Any:
+        """Load the MJCF scene, reconcile it to the canonical model, return the model handle."""
+
+    def reset(self, model: Any, initial: InitialState) -> Any:
+        """Put the engine in ``initial`` and return the state handle (owned by the caller)."""
+
+    def step(self, model: Any, state: Any, torques: np.ndarray, n_substeps: int = 1) -> None:
+        """Advance ``n_substeps`` physics steps holding ``torques`` (one per canonical joint)."""
+
+    def joint_state(self, model: Any, state: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Fast read of (qpos, qvel) in canonical layout, for control at physics rate."""
+
+    def frame(self, model: Any, state: Any, *, contacts: bool = False) -> SimFrame:
+        """Read the full SimFrame; ``contacts`` also fills ``body_ext_wrench`` (costly)."""
+
+    def audit(self, model: Any) -> list[AuditRow]:
+        """Physical parameters read back from the engine next to the canonical ones."""
+
+    def close(self, model: Any) -> None:
+        """Release engine resources (servers, GPU memory)."""
+
+
+# name -> "module:Class". Built-in engines; third parties add theirs through the
+# ``crosssim.engines`` entry-point group, so nothing here imports an engine eagerly.
+BUILTIN_ENGINES: dict[str, str] = {
+    "mujoco": "crosssim.engines.mujoco:EngineMuJoCo",
+    "pybullet": "crosssim.engines.pybullet:EnginePyBullet",
+}
+
+INSTALL_HINT = {
+    "mujoco": "pip install mujoco",
+    "pybullet": "pip install 'crosssim[pybullet]'",
+    "newton": "pip install 'crosssim[newton]'",
+}
+
+
+def _entry_points() -> dict[str, str]:
+    from importlib.metadata import entry_points
+
+    found = {}
+    for ep in entry_points(group="crosssim.engines"):
+        found[ep.name] = ep.value
+    return found
+
+
+def registered_engines() -> dict[str, str]:
+    """Every engine crosssim knows: built-ins, then entry-point plugins."""
+    return {**BUILTIN_ENGINES, **_entry_points()}
+
+
+def get_engine(name: str) -> Engine:
+    """Instantiate engine ``name``; raise EngineUnavailable with the install fix if it can't run."""
+    target = registered_engines().get(name)
+    if target is None:
+        raise CrossSimError(f"unknown engine {name!r}; known engines: {sorted(registered_engines())}")
+    module_name, _, cls_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        hint = INSTALL_HINT.get(name, f"install the package providing {module_name}")
+        raise EngineUnavailable(f"{name} is not available ({exc}): {hint}") from None
+    return getattr(module, cls_name)()
+
+
+def check_finite(frame: SimFrame, engine: str) -> None:
+    if not frame.is_finite():
+        from crosssim.errors import EngineFailure
+
+        raise EngineFailure(f"{engine}: diverged (NaN) at t = {frame.time:.3f} s")

@@ -1,0 +1,167 @@
+"""EngineMuJoCo: the reference adapter. MuJoCo's compiled model *is* the canonical model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from crosssim.engines.base import AuditRow, EngineProfile
+from crosssim.frame import InitialState, SimFrame
+from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
+
+
+@dataclass
+class MuJoCoModel:
+    canonical: CanonicalModel
+    mj: mujoco.MjModel
+    profile: EngineProfile
+    qfrc_index: np.ndarray
+    """dof address of each canonical joint, where its torque goes."""
+
+
+class EngineMuJoCo:
+    """MuJoCo through its official Python bindings. Native actuators are switched off
+    (``ctrl`` stays 0); crosssim's torques enter as ``qfrc_applied``."""
+
+    name = "mujoco"
+
+    def load(self, scene: Path, profile: EngineProfile) -> MuJoCoModel:
+        canonical = canonical_model(Path(scene))
+        m = load_mujoco_model(Path(scene))
+        if "timestep" in profile.settings:
+            m.opt.timestep = float(profile.settings["timestep"])
+        if "iterations" in profile.settings:
+            m.opt.iterations = int(profile.settings["iterations"])
+        # Native actuators would add their own (gain/bias) forces: crosssim's actuation replaces them.
+        m.actuator_gainprm[:] = 0.0
+        m.actuator_biasprm[:] = 0.0
+        return MuJoCoModel(canonical, m, profile, canonical.joint_dofadr.copy())
+
+    def reset(self, model: MuJoCoModel, initial: InitialState) -> mujoco.MjData:
+        data = mujoco.MjData(model.mj)
+        data.qpos[:] = initial.qpos
+        data.qvel[:] = initial.qvel
+        mujoco.mj_forward(model.mj, data)
+        return data
+
+    def step(self, model: MuJoCoModel, state: mujoco.MjData, torques: np.ndarray, n_substeps: int = 1) -> None:
+        state.qfrc_applied[model.qfrc_index] = torques
+        mujoco.mj_step(model.mj, state, nstep=n_substeps)
+
+    def joint_state(self, model: MuJoCoModel, state: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
+        return state.qpos, state.qvel
+
+    def frame(self, model: MuJoCoModel, state: mujoco.MjData, *, contacts: bool = False) -> SimFrame:
+        m = model.mj
+        vel = np.zeros(6)
+        mujoco.mj_objectVelocity(m, state, mujoco.mjtObj.mjOBJ_XBODY, 1, vel, 0)
+        wrench = np.zeros((0, 6))
+        if contacts:
+            mujoco.mj_rnePostConstraint(m, state)
+            wrench = state.cfrc_ext[1:].copy()
+        return SimFrame(
+            time=float(state.time),
+            qpos=state.qpos.copy(),
+            qvel=state.qvel.copy(),
+            base_pos=state.xpos[1].copy(),
+            base_quat=state.xquat[1].copy(),
+            base_lin_vel=vel[3:].copy(),
+            base_ang_vel=vel[:3].copy(),
+            joint_torque=state.qfrc_applied[model.qfrc_index].copy(),
+            body_ext_wrench=wrench,
+        )
+
+    def audit(self, model: MuJoCoModel) -> list[AuditRow]:
+        return audit_rows(model.canonical, read_back_mujoco(model.mj, model.canonical))
+
+    def close(self, model: MuJoCoModel) -> None:
+        pass
+
+
+def read_back_mujoco(m: mujoco.MjModel, c: CanonicalModel) -> dict[str, np.ndarray | float]:
+    """Parameters as the MuJoCo engine will simulate them (after profile overrides)."""
+    return {
+        "timestep": float(m.opt.timestep),
+        "body_mass": m.body_mass[1:].copy(),
+        "body_inertia": m.body_inertia[1:].copy(),
+        "joint_range": np.array([m.jnt_range[m.jnt_dofadr.tolist().index(d)] for d in c.joint_dofadr]),
+        "joint_damping": m.dof_damping[c.joint_dofadr].copy(),
+        "joint_armature": m.dof_armature[c.joint_dofadr].copy(),
+        "joint_frictionloss": m.dof_frictionloss[c.joint_dofadr].copy(),
+        "geom_friction": floor_contact_friction(m.geom_friction[:, 0], c),
+        # Native gains are zeroed on purpose; crosssim applies gear x ctrl itself.
+        "actuator_gear": m.actuator_gear[:, 0].copy(),
+    }
+
+
+TOLERANCES = {
+    "timestep": 1e-9,
+    "body_mass": 1e-3,  # relative
+    "body_inertia": 1e-2,  # relative
+    "joint_range": 1e-6,
+    "joint_damping": 1e-6,
+    "joint_armature": 1e-6,
+    "joint_frictionloss": 1e-6,
+    "geom_friction": 1e-6,  # sliding friction of the geom-floor contact
+    "actuator_gear": 1e-9,
+}
+RELATIVE = {"body_mass", "body_inertia"}
+
+
+def floor_contact_friction(mu: np.ndarray, c: CanonicalModel) -> np.ndarray:
+    """Sliding friction of each geom's contact with the world geoms: MuJoCo takes the max."""
+    world = [g for g, b in enumerate(c.geom_body) if b == "world"]
+    floor = max((mu[g] for g in world), default=0.0)
+    return np.maximum(mu, floor)
+
+
+def audit_rows(c: CanonicalModel, got: dict, notes: dict | None = None) -> list[AuditRow]:
+    """Compare read-back parameters with the canonical model, one row per scalar.
+
+    ``got[q]`` may be None (the engine cannot represent ``q`` at all) or hold NaN entries
+    (cannot represent that item). ``notes[q]`` explains either.
+    """
+    notes = notes or {}
+    canonical = {
+        "timestep": c.timestep,
+        "body_mass": c.body_mass,
+        "body_inertia": c.body_inertia,
+        "joint_range": c.joint_range,
+        "joint_damping": c.joint_damping,
+        "joint_armature": c.joint_armature,
+        "joint_frictionloss": c.joint_frictionloss,
+        "geom_friction": floor_contact_friction(c.geom_friction[:, 0], c),
+        "actuator_gear": c.actuator_gear,
+    }
+    items = {
+        "timestep": ["model"],
+        "body_mass": list(c.body_names),
+        "body_inertia": [f"{b}[{k}]" for b in c.body_names for k in "xyz"],
+        "joint_range": [f"{j}[{k}]" for j in c.joint_names for k in ("lo", "hi")],
+        "joint_damping": list(c.joint_names),
+        "joint_armature": list(c.joint_names),
+        "joint_frictionloss": list(c.joint_names),
+        "geom_friction": [f"{b}#{g}" for g, b in enumerate(c.geom_body)],
+        "actuator_gear": list(c.actuator_names),
+    }
+    rows = []
+    for quantity, want in canonical.items():
+        want = np.ravel(np.asarray(want, dtype=float))
+        have = got.get(quantity)
+        have = None if have is None else np.ravel(np.asarray(have, dtype=float))
+        if quantity == "joint_range":  # a range only matters on limited joints
+            keep = np.repeat(c.joint_limited, 2)
+        elif quantity == "geom_friction":  # robot geoms against the floor
+            keep = np.array([b != "world" for b in c.geom_body])
+        else:
+            keep = np.ones(want.shape, dtype=bool)
+        for k, item in enumerate(items[quantity]):
+            if not keep[k]:
+                continue
+            tol = TOLERANCES[quantity] * (max(abs(want[k]), 1e-9) if quantity in RELATIVE else 1.0)
+            value = None if have is None or np.isnan(have[k]) else float(have[k])
+            rows.append(AuditRow(quantity, item, float(want[k]), value, tol, notes.get(quantity, "")))
+    return rows

@@ -1,0 +1,472 @@
+"""EnginePyBullet: Bullet's Featherstone multibody, built from MuJoCo's compiled model.
+
+PyBullet's own ``loadMJCF`` was measured to drop actuators, damping, armature and the timestep,
+to recompute masses from its own density (Ant 182 kg instead of 0.91 kg), to put every link's
+centre of mass at the body origin (HalfCheetah's thigh COM moves by 0.1 m) and to ignore joint
+``ref`` (Hopper's torso starts at z = 2.5 m instead of 1.25 m). Those changes cannot all be
+undone through ``changeDynamics`` (inertial frames are fixed at load time), so this adapter
+reconciles at the root: it builds the multibody with ``createMultiBody`` from the canonical
+model (bodies, inertial frames, joint anchors and axes, collision geoms), then reads every
+parameter back from PyBullet for the audit. See docs/engines.md.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pybullet
+
+from crosssim.engines.base import AuditRow, EngineProfile
+from crosssim.engines.mujoco import audit_rows
+from crosssim.errors import EngineFailure
+from crosssim.frame import InitialState, SimFrame, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
+from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
+
+GEOM = mujoco.mjtGeom
+
+
+@dataclass
+class PyBulletModel:
+    canonical: CanonicalModel
+    client: int
+    robot: int
+    profile: EngineProfile
+    joint_link: np.ndarray
+    """PyBullet joint index of each canonical joint."""
+    joint_offset: np.ndarray
+    """MuJoCo qpos minus PyBullet joint position (MuJoCo's joint ``ref``)."""
+    body_link: np.ndarray
+    """PyBullet link index of each canonical body (-1: the floating base)."""
+    base_ipos: np.ndarray
+    base_iquat: np.ndarray
+    root_offset: np.ndarray
+    """Root body frame origin in its PyBullet link frame (fixed-base robots)."""
+    damping: np.ndarray
+    link_mass: np.ndarray
+    armature: str
+    """'emulate' (mass-matrix compensation, fixed-base robots) or 'ignore'."""
+    limits: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    """Joint limits set in PyBullet (its own coordinates), NaN where unlimited."""
+    floor: int | None = None
+    torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    snapshot: int = -1
+    time: float = 0.0
+
+
+def _xyzw(q) -> list[float]:
+    return list(wxyz_to_xyzw(np.asarray(q, dtype=float)))
+
+
+class EnginePyBullet:
+    """PyBullet in DIRECT mode (one physics server per model), velocity motors off."""
+
+    name = "pybullet"
+
+    def load(self, scene: Path, profile: EngineProfile) -> PyBulletModel:
+        c = canonical_model(Path(scene))
+        m = load_mujoco_model(Path(scene))
+        client = pybullet.connect(pybullet.DIRECT)
+        try:
+            return self._build(c, m, client, profile)
+        except Exception:
+            pybullet.disconnect(client)
+            raise
+
+    def _build(self, c: CanonicalModel, m, client: int, profile: EngineProfile) -> PyBulletModel:
+        s = profile.settings
+        pb = dict(physicsClientId=client)
+        pybullet.setGravity(*c.gravity, **pb)
+        pybullet.setPhysicsEngineParameter(
+            fixedTimeStep=float(s.get("timestep", c.timestep)),
+            numSubSteps=0,
+            numSolverIterations=int(s.get("solver_iterations", 50)),
+            deterministicOverlappingPairs=1,
+            **pb,
+        )
+        mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-pb-"))
+        floor_friction = 1.0
+        # World geoms (floor, terrain) become one static body; friction 1 there, see _link_friction.
+        world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
+        floor = None
+        if world_geoms:
+            shape = _shape_array(m, world_geoms, mesh_dir, client)
+            floor = pybullet.createMultiBody(0, shape, -1, [0, 0, 0], [0, 0, 0, 1], **pb)
+            pybullet.changeDynamics(floor, -1, lateralFriction=1.0, **pb)
+            floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms))
+
+        links: dict = {k: [] for k in ("mass", "shape", "pos", "orn", "ipos", "iorn", "parent", "type", "axis")}
+        body_link = np.full(m.nbody, -2, dtype=int)
+        # Per body: link index that carries it, and the offset of the body frame in that link's frame.
+        body_anchor = {0: (-1, np.zeros(3))}
+        joint_link = {}
+        free_root = c.free_base
+        if free_root:
+            root = 1
+            shape = _shape_array(m, _body_geoms(m, root), mesh_dir, client)
+            base = dict(mass=float(m.body_mass[root]), shape=shape, pos=m.body_pos[root], orn=m.body_quat[root],
+                        ipos=m.body_ipos[root], iquat=m.body_iquat[root], inertia=m.body_inertia[root])
+            body_link[root] = -1
+            body_anchor[root] = (-1, np.zeros(3))
+        for b in range(1, m.nbody):
+            if free_root and b == 1:
+                continue
+            parent_link, parent_off = body_anchor[int(m.body_parentid[b])]
+            # The body frame expressed in the parent link's frame (body frames are only translated
+            # relative to their link, so rotations compose directly).
+            pos = parent_off + m.body_pos[b]
+            orn = m.body_quat[b]
+            jnts = list(range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
+            anchors = [m.jnt_pos[j] for j in jnts]
+            prev_anchor = np.zeros(3)
+            for k, j in enumerate(jnts):
+                last = k == len(jnts) - 1
+                _add_link(links,
+                          mass=float(m.body_mass[b]) if last else 0.0,
+                          shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client, offset=-anchors[k]) if last else -1,
+                          pos=(pos + quat_rotate(orn, anchors[k])) if k == 0 else anchors[k] - prev_anchor,
+                          orn=orn if k == 0 else [1, 0, 0, 0],
+                          ipos=m.body_ipos[b] - anchors[k] if last else np.zeros(3),
+                          iquat=m.body_iquat[b] if last else [1, 0, 0, 0],
+                          parent=parent_link if k == 0 else len(links["mass"]) - 1,
+                          jtype={int(mujoco.mjtJoint.mjJNT_HINGE): pybullet.JOINT_REVOLUTE,
+                                 int(mujoco.mjtJoint.mjJNT_SLIDE): pybullet.JOINT_PRISMATIC}[int(m.jnt_type[j])],
+                          axis=m.jnt_axis[j])
+                joint_link[j] = len(links["mass"]) - 1
+                prev_anchor = anchors[k]
+            if not jnts:  # welded body
+                _add_link(links, mass=float(m.body_mass[b]), shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client),
+                          pos=pos, orn=orn, ipos=m.body_ipos[b], iquat=m.body_iquat[b], parent=parent_link,
+                          jtype=pybullet.JOINT_FIXED, axis=[0, 0, 1])
+                prev_anchor = np.zeros(3)
+            body_link[b] = len(links["mass"]) - 1
+            body_anchor[b] = (body_link[b], -prev_anchor)
+
+        if free_root:
+            robot = pybullet.createMultiBody(
+                baseMass=base["mass"], baseCollisionShapeIndex=base["shape"],
+                basePosition=list(base["pos"]), baseOrientation=_xyzw(base["orn"]),
+                baseInertialFramePosition=list(base["ipos"]), baseInertialFrameOrientation=_xyzw(base["iquat"]),
+                **_link_kwargs(links), useMaximalCoordinates=False, **pb)
+        else:
+            robot = pybullet.createMultiBody(
+                baseMass=0.0, baseCollisionShapeIndex=-1, basePosition=[0, 0, 0], baseOrientation=[0, 0, 0, 1],
+                **_link_kwargs(links), useMaximalCoordinates=False, **pb)
+
+        # Inertias: createMultiBody derives them from the shapes; set the canonical ones.
+        inertias = {b: m.body_inertia[b] for b in range(1, m.nbody)}
+        for b in range(1, m.nbody):
+            link = int(body_link[b])
+            pybullet.changeDynamics(robot, link, localInertiaDiagonal=list(inertias[b]), **pb)
+        for b in range(1, m.nbody):
+            friction = _link_friction(m, b, floor_friction)
+            if friction is not None:
+                pybullet.changeDynamics(robot, int(body_link[b]), lateralFriction=friction, **pb)
+        # Dummy links that only carry joints must not collide or weigh anything.
+        pybullet.changeDynamics(robot, -1, linearDamping=0.0, **pb)
+        pybullet.changeDynamics(robot, -1, angularDamping=0.0, **pb)
+        for j in range(pybullet.getNumJoints(robot, **pb)):
+            pybullet.changeDynamics(robot, j, linearDamping=0.0, **pb)
+            pybullet.changeDynamics(robot, j, angularDamping=0.0, **pb)
+            pybullet.changeDynamics(robot, j, jointDamping=0.0, **pb)
+        jidx = [int(m.jnt_qposadr[j]) for j in range(m.njnt)]
+        canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_FREE)]
+        jl = np.array([joint_link[j] for j in canonical_joints], dtype=int)
+        # Native velocity motors hold every joint still unless switched off.
+        pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,
+                                           forces=[0.0] * len(jl), **pb)
+        # MuJoCo's joint limits become PyBullet's (hard limits; MuJoCo's are soft constraints).
+        limits = np.full((len(jl), 2), np.nan)
+        for k, j in enumerate(canonical_joints):
+            if m.jnt_limited[j]:
+                limits[k] = m.jnt_range[j] - m.qpos0[jidx[j]]
+                pybullet.changeDynamics(robot, int(jl[k]), jointLowerLimit=float(limits[k, 0]),
+                                        jointUpperLimit=float(limits[k, 1]), **pb)
+        model = PyBulletModel(
+            canonical=c, client=client, robot=robot, profile=profile, joint_link=jl,
+            joint_offset=np.array([m.qpos0[jidx[j]] for j in canonical_joints]),
+            body_link=body_link[1:].copy(),
+            base_ipos=m.body_ipos[1].copy(), base_iquat=m.body_iquat[1].copy(),
+            root_offset=np.asarray(body_anchor[1][1], dtype=float).copy(),
+            damping=c.joint_damping.copy(),
+            link_mass=np.array([m.body_mass[b] for b in range(1, m.nbody)]),
+            armature=str(s.get("armature", "emulate")),
+            floor=floor,
+            limits=limits,
+        )
+        # Restored at every reset, so contact caches and solver warm starts never carry over
+        # from one episode to the next: an episode's numbers depend on its seed alone.
+        model.snapshot = pybullet.saveState(**pb)
+        return model
+
+    # -- contract ---------------------------------------------------------------------------
+    def reset(self, model: PyBulletModel, initial: InitialState) -> PyBulletModel:
+        c, pb = model.canonical, dict(physicsClientId=model.client)
+        qpos, qvel = np.asarray(initial.qpos, float), np.asarray(initial.qvel, float)
+        pybullet.restoreState(stateId=model.snapshot, **pb)
+        if c.free_base:
+            pos, quat = qpos[:3], qpos[3:7] / np.linalg.norm(qpos[3:7])
+            com = pos + quat_rotate(quat, model.base_ipos)
+            com_quat = _quat_mul(quat, model.base_iquat)
+            pybullet.resetBasePositionAndOrientation(model.robot, list(com), _xyzw(com_quat), **pb)
+            ang_world = quat_rotate(quat, qvel[3:6])
+            lin_com = qvel[:3] + np.cross(ang_world, com - pos)
+            pybullet.resetBaseVelocity(model.robot, list(lin_com), list(ang_world), **pb)
+        for k, link in enumerate(model.joint_link):
+            pybullet.resetJointState(model.robot, int(link), float(qpos[c.joint_qposadr[k]] - model.joint_offset[k]),
+                                     float(qvel[c.joint_dofadr[k]]), **pb)
+        model.torques = np.zeros(c.joint_count)
+        model.time = 0.0
+        return model
+
+    def step(self, model: PyBulletModel, state: PyBulletModel, torques: np.ndarray, n_substeps: int = 1) -> None:
+        pb = dict(physicsClientId=model.client)
+        links = list(map(int, model.joint_link))
+        torques = np.asarray(torques, dtype=float)
+        model.torques = torques.copy()
+        for _ in range(n_substeps):
+            q, qd = self._joint_arrays(model)
+            tau = torques - model.damping * qd
+            if model.armature == "emulate" and not model.canonical.free_base and model.canonical.joint_armature.any():
+                tau = self._armature_compensation(model, q, qd, tau)
+            pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
+            pybullet.stepSimulation(**pb)
+            model.time += pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"]
+
+    def _joint_arrays(self, model: PyBulletModel) -> tuple[np.ndarray, np.ndarray]:
+        states = pybullet.getJointStates(model.robot, list(map(int, model.joint_link)), physicsClientId=model.client)
+        q = np.array([s[0] for s in states]) + model.joint_offset
+        qd = np.array([s[1] for s in states])
+        return q, qd
+
+    def _armature_compensation(self, model, q, qd, tau):
+        """Torques that make PyBullet's accelerations equal those of M + diag(armature).
+
+        With M qdd = tau' - h in PyBullet and (M + A) qdd = tau - h wanted,
+        tau' = h + M (M + A)^-1 (tau - h). Exact without contacts; with contacts the contact
+        impulses act on M only (documented gap). Fixed-base robots only: a floating base has
+        no joint torque to carry the compensation of its six base coordinates.
+        """
+        pb = dict(physicsClientId=model.client)
+        pq = list(q - model.joint_offset)
+        M = np.array(pybullet.calculateMassMatrix(model.robot, pq, **pb))
+        h = np.array(pybullet.calculateInverseDynamics(model.robot, pq, list(qd), [0.0] * len(pq), **pb))
+        A = np.diag(model.canonical.joint_armature)
+        return h + M @ np.linalg.solve(M + A, tau - h)
+
+    def joint_state(self, model: PyBulletModel, state: PyBulletModel) -> tuple[np.ndarray, np.ndarray]:
+        c = model.canonical
+        q, qd = self._joint_arrays(model)
+        qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
+        qpos[c.joint_qposadr], qvel[c.joint_dofadr] = q, qd
+        if c.free_base:
+            base = self._base(model)
+            qpos[:3], qpos[3:7], qvel[:3] = base[0], base[1], base[2]
+            qvel[3:6] = quat_to_matrix(base[1]).T @ base[3]
+        return qpos, qvel
+
+    def _base(self, model: PyBulletModel):
+        """Root body frame pose and velocity (PyBullet reports the COM frame)."""
+        pb = dict(physicsClientId=model.client)
+        com, com_orn = pybullet.getBasePositionAndOrientation(model.robot, **pb)
+        lin, ang = pybullet.getBaseVelocity(model.robot, **pb)
+        com_quat = xyzw_to_wxyz(com_orn)
+        quat = _quat_mul(com_quat, _quat_conj(model.base_iquat))
+        pos = np.asarray(com) - quat_rotate(quat, model.base_ipos)
+        ang = np.asarray(ang)
+        lin = np.asarray(lin) + np.cross(ang, pos - np.asarray(com))
+        return pos, quat, lin, ang
+
+    def frame(self, model: PyBulletModel, state: PyBulletModel, *, contacts: bool = False) -> SimFrame:
+        c, pb = model.canonical, dict(physicsClientId=model.client)
+        qpos, qvel = self.joint_state(model, state)
+        if c.free_base:
+            pos, quat, lin, ang = self._base(model)
+        else:
+            link = int(model.body_link[0])
+            st = pybullet.getLinkState(model.robot, link, computeLinkVelocity=1, computeForwardKinematics=1, **pb)
+            quat = xyzw_to_wxyz(st[5])
+            # The root's link frame sits on its last joint anchor; recover the body frame.
+            pos = np.asarray(st[4]) + quat_rotate(quat, model.root_offset)
+            com = np.asarray(st[0])
+            ang = np.asarray(st[7])
+            lin = np.asarray(st[6]) + np.cross(ang, pos - com)
+        wrench = self._contact_wrench(model) if contacts else np.zeros((0, 6))
+        return SimFrame(time=model.time, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
+                        base_lin_vel=lin, base_ang_vel=ang, joint_torque=model.torques.copy(),
+                        body_ext_wrench=wrench)
+
+    def _contact_wrench(self, model: PyBulletModel) -> np.ndarray:
+        """Contact wrench per body, MuJoCo cfrc_ext convention (about the robot COM)."""
+        c, pb = model.canonical, dict(physicsClientId=model.client)
+        com = self._robot_com(model)
+        out = np.zeros((len(c.body_names), 6))
+        index = {int(link): k for k, link in enumerate(model.body_link)}
+        for pt in pybullet.getContactPoints(bodyA=model.robot, **pb):
+            k = index.get(int(pt[3]))
+            if k is None:
+                continue
+            normal = np.asarray(pt[7])  # on B, pointing towards A: the force on the robot
+            force = pt[9] * normal + pt[10] * np.asarray(pt[11]) + pt[12] * np.asarray(pt[13])
+            where = np.asarray(pt[5])
+            out[k, 3:] += force
+            out[k, :3] += np.cross(where - com, force)
+        return out
+
+    def _robot_com(self, model: PyBulletModel) -> np.ndarray:
+        pb = dict(physicsClientId=model.client)
+        total, acc = 0.0, np.zeros(3)
+        for k, link in enumerate(model.body_link):
+            if link == -1:
+                p = pybullet.getBasePositionAndOrientation(model.robot, **pb)[0]
+            else:
+                p = pybullet.getLinkState(model.robot, int(link), **pb)[0]
+            acc += model.link_mass[k] * np.asarray(p)
+            total += model.link_mass[k]
+        return acc / max(total, 1e-12)
+
+    def audit(self, model: PyBulletModel) -> list[AuditRow]:
+        c, pb = model.canonical, dict(physicsClientId=model.client)
+        dyn = [pybullet.getDynamicsInfo(model.robot, int(link), **pb) for link in model.body_link]
+        floor_mu = 1.0
+        if model.floor is not None:
+            floor_mu = pybullet.getDynamicsInfo(model.floor, -1, **pb)[1]
+        # Effective friction of a body-floor contact: Bullet multiplies the two coefficients.
+        body_mu = {c.body_names[k]: d[1] * floor_mu for k, d in enumerate(dyn)}
+        geom_mu = np.array([body_mu.get(b, np.nan) if b != "world" else np.nan for b in c.geom_body])
+        # getJointInfo keeps the createMultiBody limits (none); report what changeDynamics set,
+        # whose enforcement tests/test_pybullet.py checks by driving joints into their stops.
+        lo, hi = model.limits[:, 0] + model.joint_offset, model.limits[:, 1] + model.joint_offset
+        armature_note = ("PyBullet has no armature; emulated by mass-matrix torque compensation (exact without contact)"
+                         if model.armature == "emulate" and not c.free_base else
+                         "PyBullet has no armature; not represented for floating-base robots")
+        got = {
+            "timestep": pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"],
+            "body_mass": [d[0] for d in dyn],
+            "body_inertia": [d[2] for d in dyn],
+            "joint_range": np.stack([lo, hi], axis=1),
+            "joint_damping": model.damping,
+            "joint_armature": (c.joint_armature if model.armature == "emulate" and not c.free_base else None),
+            "joint_frictionloss": None,
+            "geom_friction": geom_mu,
+            "actuator_gear": c.actuator_gear,  # crosssim applies gear x ctrl itself
+        }
+        notes = {
+            "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly)",
+            "joint_armature": armature_note,
+            "joint_frictionloss": "PyBullet has no dry joint friction",
+            "geom_friction": "body-floor contact: Bullet multiplies coefficients, MuJoCo takes the max; floor set to 1",
+            "actuator_gear": "crosssim applies gear x ctrl itself",
+        }
+        return audit_rows(c, got, notes)
+
+    def close(self, model: PyBulletModel) -> None:
+        try:
+            pybullet.disconnect(model.client)
+        except pybullet.error:
+            pass
+
+
+def _add_link(links, *, mass, shape, pos, orn, ipos, iquat, parent, jtype, axis):
+    links["mass"].append(mass)
+    links["shape"].append(shape)
+    links["pos"].append(list(map(float, pos)))
+    links["orn"].append(_xyzw(orn))
+    links["ipos"].append(list(map(float, ipos)))
+    links["iorn"].append(_xyzw(iquat))
+    links["parent"].append(int(parent) + 1)  # createMultiBody counts the base as 0
+    links["type"].append(jtype)
+    links["axis"].append(list(map(float, axis)))
+
+
+def _link_kwargs(links) -> dict:
+    n = len(links["mass"])
+    return dict(
+        linkMasses=links["mass"], linkCollisionShapeIndices=links["shape"], linkVisualShapeIndices=[-1] * n,
+        linkPositions=links["pos"], linkOrientations=links["orn"],
+        linkInertialFramePositions=links["ipos"], linkInertialFrameOrientations=links["iorn"],
+        linkParentIndices=links["parent"], linkJointTypes=links["type"], linkJointAxis=links["axis"],
+    )
+
+
+def _collides(m, g: int) -> bool:
+    return bool(m.geom_contype[g] or m.geom_conaffinity[g])
+
+
+def _body_geoms(m, b: int) -> list[int]:
+    return [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]) if _collides(m, g)]
+
+
+def _link_friction(m, b: int, floor_friction: float) -> float | None:
+    geoms = _body_geoms(m, b)
+    if not geoms:
+        return None
+    # MuJoCo uses max(mu_a, mu_b) for a contact; Bullet uses mu_a * mu_b. With the floor at 1,
+    # max(body, floor) on the body reproduces MuJoCo for every body-floor contact.
+    return float(max(max(m.geom_friction[g, 0] for g in geoms), floor_friction))
+
+
+def _shape_array(m, geoms: list[int], mesh_dir: Path, client: int, offset=np.zeros(3)) -> int:
+    """One PyBullet compound collision shape for MuJoCo geoms, poses in the link frame."""
+    if not geoms:
+        return -1
+    kw = dict(shapeTypes=[], radii=[], halfExtents=[], lengths=[], fileNames=[], meshScales=[], planeNormals=[],
+              collisionFramePositions=[], collisionFrameOrientations=[])
+    for g in geoms:
+        t, size = int(m.geom_type[g]), m.geom_size[g]
+        entry = dict(radius=0.0, half=[0.0] * 3, length=0.0, file="", normal=[0, 0, 1])
+        if t == GEOM.mjGEOM_PLANE:
+            kind = pybullet.GEOM_PLANE
+        elif t == GEOM.mjGEOM_SPHERE:
+            kind, entry["radius"] = pybullet.GEOM_SPHERE, float(size[0])
+        elif t == GEOM.mjGEOM_CAPSULE:
+            kind, entry["radius"], entry["length"] = pybullet.GEOM_CAPSULE, float(size[0]), 2 * float(size[1])
+        elif t == GEOM.mjGEOM_CYLINDER:
+            kind, entry["radius"], entry["length"] = pybullet.GEOM_CYLINDER, float(size[0]), 2 * float(size[1])
+        elif t == GEOM.mjGEOM_BOX:
+            kind, entry["half"] = pybullet.GEOM_BOX, list(map(float, size))
+        elif t == GEOM.mjGEOM_ELLIPSOID:  # Bullet has no ellipsoid: the enclosing-radius sphere
+            kind, entry["radius"] = pybullet.GEOM_SPHERE, float(max(size))
+        elif t == GEOM.mjGEOM_MESH:
+            kind, entry["file"] = pybullet.GEOM_MESH, str(_write_obj(m, int(m.geom_dataid[g]), mesh_dir))
+        else:
+            raise EngineFailure(f"pybullet: geom type {t} of geom {g} is not supported")
+        kw["shapeTypes"].append(kind)
+        kw["radii"].append(entry["radius"])
+        kw["halfExtents"].append(entry["half"])
+        kw["lengths"].append(entry["length"])
+        kw["fileNames"].append(entry["file"])
+        kw["meshScales"].append([1.0, 1.0, 1.0])
+        kw["planeNormals"].append(entry["normal"])
+        kw["collisionFramePositions"].append(list(map(float, m.geom_pos[g] + offset)))
+        kw["collisionFrameOrientations"].append(_xyzw(m.geom_quat[g]))
+    return pybullet.createCollisionShapeArray(**kw, physicsClientId=client)
+
+
+def _write_obj(m, mesh: int, folder: Path) -> Path:
+    path = folder / f"mesh{mesh}.obj"
+    if not path.exists():
+        v0, nv = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
+        f0, nf = m.mesh_faceadr[mesh], m.mesh_facenum[mesh]
+        lines = [f"v {x:.9g} {y:.9g} {z:.9g}" for x, y, z in m.mesh_vert[v0:v0 + nv]]
+        lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in m.mesh_face[f0:f0 + nf]]
+        path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _quat_mul(a, b) -> np.ndarray:
+    w1, x1, y1, z1 = a
+    w2, x2, y2, z2 = b
+    return np.array([
+        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+    ])
+
+
+def _quat_conj(q) -> np.ndarray:
+    return np.array([q[0], -q[1], -q[2], -q[3]])

@@ -1,0 +1,65 @@
+"""The Policy protocol and the wrappers every loader shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """``reset()`` at every episode start; ``act(obs)`` once per control step.
+
+    ``obs`` is (obs_size,) or a batch (n, obs_size); the action has the matching shape.
+    """
+
+    obs_size: int | None
+    action_size: int | None
+
+    def reset(self) -> None: ...
+
+    def act(self, obs: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class ObservationNormalizer:
+    """VecNormalize-style: clip((o - mean) / sqrt(var + eps), -clip, clip)."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    clip: float = 10.0
+    epsilon: float = 1e-8
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.clip((obs - self.mean) / np.sqrt(self.var + self.epsilon), -self.clip, self.clip)
+
+
+class NormalizedPolicy:
+    """A policy behind an observation normalizer (statistics from the card, never a pickle)."""
+
+    def __init__(self, inner: Policy, normalizer: ObservationNormalizer):
+        self.inner, self.normalizer = inner, normalizer
+        self.obs_size, self.action_size = inner.obs_size, inner.action_size
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return self.inner.act(self.normalizer(obs))
+
+
+class CallablePolicy:
+    """A Python callable ``f(obs) -> action`` (trusted code, by definition)."""
+
+    def __init__(self, fn, obs_size: int | None = None, action_size: int | None = None):
+        self.fn, self.obs_size, self.action_size = fn, obs_size, action_size
+
+    def reset(self) -> None:
+        reset = getattr(self.fn, "reset", None)
+        if callable(reset):
+            reset()
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return np.asarray(self.fn(obs), dtype=float)

@@ -1,0 +1,59 @@
+"""TorchScript policies (``torch.jit.load``): runs the file's TorchScript graph, not Python.
+
+Stateful policies (LSTMs that keep hidden state in buffers) are reset at each episode start
+through their ``reset_memory()``/``reset()`` method when they export one; otherwise their
+buffers are restored from a snapshot taken at load time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from crosssim.errors import PolicyLoadError
+
+
+class TorchScriptPolicy:
+    def __init__(self, path: Path, obs_size: int | None = None):
+        import torch
+
+        try:
+            self.module = torch.jit.load(str(path), map_location="cpu")
+        except Exception as exc:
+            raise PolicyLoadError(f"{path}: not a TorchScript file torch.jit.load can read ({str(exc)[:200]})") from None
+        self.module.eval()
+        self.path = Path(path)
+        self._snapshot = {k: v.clone() for k, v in self.module.state_dict().items()}
+        self._reset = next((getattr(self.module, n) for n in ("reset_memory", "reset") if hasattr(self.module, n)), None)
+        self.obs_size, self.action_size = obs_size, None
+        if obs_size is not None:
+            try:
+                with torch.no_grad():
+                    out = self.module(torch.zeros(1, obs_size))
+            except Exception as exc:
+                raise PolicyLoadError(
+                    f"{path}: the policy does not accept a (1, {obs_size}) observation, the size the card's "
+                    f"task produces ({str(exc).splitlines()[0][:200]})") from None
+            self.action_size = int(out.shape[-1])
+            self.reset()
+
+    def reset(self) -> None:
+        import torch
+
+        if self._reset is not None:
+            self._reset()
+        else:
+            with torch.no_grad():
+                for k, v in self.module.state_dict().items():
+                    v.copy_(self._snapshot[k])
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        import torch
+
+        x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
+        single = x.ndim == 1
+        with torch.no_grad():
+            y = self.module(x.unsqueeze(0) if single else x)
+        y = y.numpy().astype(float)
+        return y[0] if single else y

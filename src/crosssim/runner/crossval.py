@@ -1,0 +1,192 @@
+"""``crossval``: one policy, every requested engine, N episodes each; rows + summary."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from crosssim.card import Card, load_card
+from crosssim.errors import CrossSimError
+from crosssim.runner.workers import EngineJob, run_jobs
+from crosssim.stats import bootstrap_ci, relative_drop
+
+ROW_COLUMNS = ["policy", "engine", "episode", "seed", "return", "length", "terminated", "failure", "x_velocity"]
+
+
+@dataclass(frozen=True)
+class CrossvalConfig:
+    """One crossval run. Field docstrings are the CLI help."""
+
+    policy: str
+    """Policy card (.yaml), its folder, or the weights file next to it."""
+    engines: tuple[str, ...] = ("mujoco", "pybullet")
+    """Engine profiles to run, by name (simulators/<name>.yaml)."""
+    episodes: int = 10
+    """Episodes per engine."""
+    seed: int = 0
+    """Base seed; episode i uses seed + i in every engine (same initial states everywhere)."""
+    out: str | None = None
+    """Output folder; default reports/<policy>/<timestamp>/."""
+    max_steps: int | None = None
+    """Control steps per episode; default: the task's own limit (1000 for gymnasium tasks)."""
+    trust_policy_code: bool = False
+    """Allow code from the policy file to run (SB3 unpickling, callables). Off for untrusted files."""
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    """Engine worker processes at once."""
+    episode_timeout: float = 600.0
+    """Seconds without a finished episode before an engine worker is declared hung [s]."""
+    inline: bool = False
+    """Run engines in this process (no isolation; for debugging and library use)."""
+    record: bool = False
+    """Keep per-step trajectories of each episode (for reports)."""
+
+
+def _file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def default_out(card: Card) -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("reports") / card.name / stamp
+
+
+def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
+    """Run the crossval and write results.parquet, audit.json and summary.json into the out folder.
+
+    Returns the summary (also written). Rows already computed are written even if a later
+    engine fails; engine failures are rows with a ``failure`` message.
+    """
+    import pandas as pd
+
+    card = load_card(config.policy)
+    if config.episodes < 1:
+        raise CrossSimError(f"--episodes must be at least 1, got {config.episodes}")
+    out = Path(config.out) if config.out else default_out(card)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise CrossSimError(f"cannot write results to {out}: {exc.strerror}; choose another --out") from None
+    episodes = tuple((i, config.seed + i) for i in range(config.episodes))
+    jobs = [EngineJob(str(card.path), e, episodes, config.trust_policy_code, config.max_steps, config.record)
+            for e in config.engines]
+    rows: dict[str, list[dict]] = {e: [] for e in config.engines}
+    audits: dict[str, list[dict]] = {}
+    errors: dict[str, str] = {}
+    trajectories: dict[str, dict] = {}
+
+    def on_message(job: EngineJob, kind: str, payload) -> None:
+        e = job.profile
+        if kind == "row":
+            traj = payload.pop("trajectory", None)
+            if traj:
+                trajectories.setdefault(e, {})[payload["episode"]] = traj
+            rows[e].append(payload)
+            if progress:
+                progress(e, len(rows[e]), len(job.episodes), payload)
+        elif kind == "audit":
+            audits[e] = payload
+        elif kind in ("error", "lost"):
+            errors[e] = payload
+            done = {r["episode"] for r in rows[e]}
+            for i, s in job.episodes:
+                if i not in done:
+                    rows[e].append({"engine": e, "episode": i, "seed": s, "ret": float("nan"), "length": 0,
+                                    "terminated": False, "failure": payload, "x_velocity": float("nan")})
+            if progress:
+                progress(e, len(rows[e]), len(job.episodes), {"failure": payload})
+
+    run_jobs(jobs, workers=config.workers, episode_timeout=config.episode_timeout, on_message=on_message,
+             inline=config.inline)
+
+    records = []
+    for e in config.engines:
+        for r in sorted(rows[e], key=lambda r: r["episode"]):
+            records.append({"policy": card.name, "engine": e, "episode": int(r["episode"]), "seed": int(r["seed"]),
+                            "return": float(r["ret"]), "length": int(r["length"]),
+                            "terminated": bool(r["terminated"]), "failure": r.get("failure"),
+                            "x_velocity": float(r.get("x_velocity", float("nan")))})
+    df = pd.DataFrame.from_records(records, columns=ROW_COLUMNS)
+    write_atomic(out / "results.parquet", lambda p: df.to_parquet(p, index=False))
+    write_atomic(out / "audit.json", lambda p: Path(p).write_text(json.dumps(audits, indent=1)))
+    if trajectories:
+        write_atomic(out / "trajectories.npz", lambda p: np.savez_compressed(
+            p, **{f"{e}/{ep}/{k}": v for e, eps in trajectories.items() for ep, tr in eps.items() for k, v in tr.items()}))
+    summary = summarize(df, card, config, audits, errors)
+    write_atomic(out / "summary.json", lambda p: Path(p).write_text(json.dumps(summary, indent=1, default=_json_default)))
+    summary["out"] = str(out)
+    return summary
+
+
+def _json_default(x):
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    return str(x)
+
+
+def write_atomic(path: Path, write) -> None:
+    """Write through a temporary file in the same folder, then rename: never a half file."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def summarize(df, card: Card, config: CrossvalConfig, audits: dict, errors: dict) -> dict:
+    reference = card.reference_engine if card.reference_engine in config.engines else config.engines[0]
+    per_engine = {}
+    for e in config.engines:
+        d = df[df.engine == e]
+        ok = d[d.failure.isna()]
+        returns = ok["return"].to_numpy()
+        lo, hi = bootstrap_ci(returns, seed=config.seed)
+        per_engine[e] = {
+            "episodes": int(len(d)),
+            "failed": int(d.failure.notna().sum()),
+            "mean_return": float(np.mean(returns)) if len(returns) else float("nan"),
+            "return_ci95": [lo, hi],
+            "mean_length": float(ok.length.mean()) if len(ok) else float("nan"),
+            "terminated_early": float(ok.terminated.mean()) if len(ok) else float("nan"),
+            "mean_x_velocity": float(np.nanmean(ok.x_velocity)) if len(ok) and ok.x_velocity.notna().any() else float("nan"),
+            "audit_mismatches": sum(1 for r in audits.get(e, []) if r["status"] != "ok"),
+            "error": errors.get(e),
+        }
+    ref = per_engine[reference]["mean_return"]
+    for e, s in per_engine.items():
+        s["drop_vs_reference"] = relative_drop(ref, s["mean_return"])
+    return {
+        "crosssim_version": _version(),
+        "policy": card.name,
+        "card": str(card.path),
+        "policy_file": str(card.policy_file),
+        "policy_sha256": _file_hash(card.policy_file) if card.policy_file.is_file() else None,
+        "task": card.task,
+        "reference_engine": reference,
+        "seed": config.seed,
+        "episodes": config.episodes,
+        "engines": per_engine,
+        "command": " ".join(sys.argv),
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _version() -> str:
+    from crosssim import __version__
+
+    return __version__

@@ -1,0 +1,142 @@
+"""One closed-loop episode through the shared harness: task, actuation, policy, one engine."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from crosssim.actuation import Actuation
+from crosssim.card import Card
+from crosssim.engines.base import Engine, EngineProfile, check_finite, get_engine
+from crosssim.errors import CrossSimError, EngineFailure
+from crosssim.policies.base import Policy
+from crosssim.scene import CanonicalModel, canonical_model, resolve_scene
+from crosssim.tasks.base import Task
+
+
+@dataclass
+class EpisodeResult:
+    engine: str
+    episode: int
+    seed: int
+    ret: float = 0.0
+    length: int = 0
+    terminated: bool = False
+    failure: str | None = None
+    x_velocity: float = float("nan")
+    """Mean forward velocity over the episode [m/s]."""
+    trajectory: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class Harness:
+    """Everything engine-independent about one policy: task, scene, actuation, control timing."""
+
+    card: Card
+    task: Task
+    scene: Path
+    canonical: CanonicalModel
+    actuation: Actuation
+
+    @classmethod
+    def from_card(cls, card: Card) -> "Harness":
+        from crosssim.tasks import make_task
+
+        task = make_task(card.task)
+        scene = resolve_scene(card.robot or task.scene, base_dir=card.path.parent)
+        c = canonical_model(scene)
+        if card.action.mode == "motor":
+            actuation = Actuation.motors(c)
+        else:
+            a = Actuation.motors(c)
+            n = c.actuator_count
+            vec = lambda v, d: np.broadcast_to(np.asarray(d if v is None else v, float), (n,)).copy()  # noqa: E731
+            actuation = Actuation("pd", a.joint_index, a.dof_index, a.qpos_index, c.joint_count, a.gear,
+                                  a.ctrl_low, a.ctrl_high, kp=vec(card.action.kp, 0), kd=vec(card.action.kd, 0),
+                                  scale=vec(card.action.scale, 1), default_pos=vec(card.action.default_pos, 0),
+                                  torque_limit=None if card.action.torque_limit is None else vec(card.action.torque_limit, 0))
+        h = cls(card, task, scene, c, actuation)
+        if card.control_period is not None:
+            period = task.frame_skip * c.timestep
+            if not math.isclose(card.control_period, period, rel_tol=1e-6):
+                raise CrossSimError(
+                    f"{card.path}: control_period {card.control_period} s does not match task {task.name}: "
+                    f"{task.frame_skip} x {c.timestep} s = {period} s")
+        return h
+
+    @property
+    def obs_size(self) -> int:
+        return self.task.observation_size(self.canonical)
+
+    @property
+    def action_size(self) -> int:
+        return self.task.action_size(self.canonical)
+
+
+def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, episode: int, seed: int,
+                max_steps: int | None = None, record: bool = False, profile_name: str | None = None) -> EpisodeResult:
+    """Run one episode; engine or policy failures become ``result.failure``, never exceptions."""
+    task, act, c = harness.task, harness.actuation, harness.canonical
+    name = profile_name or engine.name
+    result = EpisodeResult(name, episode, seed)
+    rng = np.random.default_rng(seed)
+    steps = max_steps or task.max_steps
+    dt = task.frame_skip * c.timestep
+    traj: dict[str, list] = {"t": [], "base_z": [], "base_x": [], "qpos": []} if record else {}
+    x_vel = []
+    try:
+        state = engine.reset(model, task.initial_state(c, rng))
+        frame = engine.frame(model, state, contacts=task.needs_contacts)
+        task_state = task.reset(frame)
+        policy.reset()
+        for t in range(steps):
+            obs = task.observe(frame, task_state)
+            action = np.asarray(policy.act(obs), dtype=float)
+            if action.shape != (harness.action_size,):
+                raise CrossSimError(f"policy returned an action of shape {action.shape}, expected ({harness.action_size},)")
+            if not np.isfinite(action).all():
+                raise CrossSimError(f"policy returned a non-finite action at step {t}: {action}")
+            if harness.card.action.clip is not None:
+                action = np.clip(action, *harness.card.action.clip)
+            target = act.target(action)
+            if act.constant_over_substeps:
+                q, qd = engine.joint_state(model, state)
+                engine.step(model, state, act.torques(target, q, qd), task.frame_skip)
+            else:
+                for _ in range(task.frame_skip):
+                    q, qd = engine.joint_state(model, state)
+                    engine.step(model, state, act.torques(target, q, qd), 1)
+            after = engine.frame(model, state, contacts=task.needs_contacts)
+            check_finite(after, name)
+            step = task.step(frame, after, action, task_state, dt)
+            result.ret += step.reward
+            result.length = t + 1
+            x_vel.append(step.terms.get("x_velocity", np.nan))
+            frame = after
+            if record:
+                traj["t"].append(frame.time)
+                traj["base_z"].append(frame.base_pos[2])
+                traj["base_x"].append(frame.base_pos[0])
+                traj["qpos"].append(frame.qpos.copy())
+            if step.terminated:
+                result.terminated = True
+                break
+    except EngineFailure as exc:
+        result.failure = str(exc)
+    except CrossSimError as exc:
+        result.failure = f"{name}: {exc}"
+    except Exception as exc:  # an engine blowing up must not lose the other rows
+        result.failure = f"{name}: {type(exc).__name__}: {str(exc)[:300]}"
+    result.x_velocity = float(np.nanmean(x_vel)) if x_vel and not np.isnan(x_vel).all() else float("nan")
+    if record:
+        result.trajectory = {k: np.asarray(v) for k, v in traj.items()}
+    return result
+
+
+def open_engine(profile: EngineProfile, harness: Harness):
+    """(engine, model) for a profile; EngineUnavailable propagates with its install hint."""
+    engine = get_engine(profile.engine)
+    return engine, engine.load(harness.scene, profile)

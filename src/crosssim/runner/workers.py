@@ -1,0 +1,145 @@
+"""Engine worker processes: a segfault or a hang in one engine becomes failed rows, not a dead run.
+
+Each engine column runs in its own process (``spawn``), which streams one message per finished
+episode to the parent. The parent keeps every row it has received; if the worker dies (signal,
+``os._exit``) or goes silent past the episode timeout, the remaining episodes of that column are
+recorded as failed with the reason, and the other columns go on.
+
+Protocol (parent <- worker, over a multiprocessing queue): ``("row", dict)`` per episode,
+``("audit", list[dict])`` once after loading, ``("error", str)`` when the engine cannot start,
+``("done", None)`` at the end. A profile may set ``python: /path/to/python`` to run its worker
+under another interpreter (docs/engines.md, "Worker protocol").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class EngineJob:
+    card_path: str
+    profile: str
+    episodes: tuple[tuple[int, int], ...]
+    """(episode index, seed) pairs."""
+    trust: bool = False
+    max_steps: int | None = None
+    record: bool = False
+
+
+def execute_job(job: EngineJob, emit) -> None:
+    """Run ``job`` in this process, calling ``emit(kind, payload)`` as results arrive."""
+    from crosssim.card import load_card
+    from crosssim.errors import CrossSimError
+    from crosssim.policies import load_policy
+    from crosssim.profiles import load_profile
+    from crosssim.runner.rollout import Harness, open_engine, run_episode
+
+    try:
+        card = load_card(job.card_path)
+        harness = Harness.from_card(card)
+        profile = load_profile(job.profile)
+        policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=job.trust)
+        engine, model = open_engine(profile, harness)
+    except CrossSimError as exc:
+        emit("error", str(exc))
+        return
+    except Exception as exc:
+        emit("error", f"{job.profile}: {type(exc).__name__}: {str(exc)[:300]}")
+        return
+    try:
+        emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in engine.audit(model)])
+        for episode, seed in job.episodes:
+            result = run_episode(engine, model, harness, policy, episode=episode, seed=seed,
+                                 max_steps=job.max_steps, record=job.record, profile_name=job.profile)
+            emit("row", dataclasses.asdict(result))
+    finally:
+        engine.close(model)
+    emit("done", None)
+
+
+def _worker_main(job: EngineJob, q) -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+    execute_job(job, lambda kind, payload: q.put((kind, payload)))
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool = False) -> None:
+    """Run jobs in worker processes (at most ``workers`` at once), forwarding each message as
+    ``on_message(job, kind, payload)``. Dead or silent workers produce ``("lost", reason)``."""
+    if inline:
+        for job in jobs:
+            execute_job(job, lambda kind, payload, job=job: on_message(job, kind, payload))
+        return
+    ctx = mp.get_context("spawn")
+    pending = list(jobs)
+    running: list[tuple[EngineJob, mp.Process, object, float]] = []
+    while pending or running:
+        while pending and len(running) < max(1, workers):
+            job = pending.pop(0)
+            q = ctx.Queue()
+            proc = ctx.Process(target=_worker_main, args=(job, q), daemon=True, name=f"crosssim-{job.profile}")
+            proc.start()
+            running.append((job, proc, q, time.monotonic()))
+        still = []
+        for job, proc, q, last in running:
+            finished = False
+            try:
+                while True:
+                    kind, payload = q.get(timeout=0.05)
+                    last = time.monotonic()
+                    on_message(job, kind, payload)
+                    if kind in ("done", "error"):
+                        finished = True
+                        break
+            except queue_mod.Empty:
+                pass
+            if finished:
+                proc.join(timeout=10)
+                if proc.is_alive():
+                    proc.kill()
+                continue
+            if not proc.is_alive():
+                # Drain what it sent before dying, then report the death.
+                try:
+                    while True:
+                        kind, payload = q.get(timeout=0.2)
+                        on_message(job, kind, payload)
+                        if kind in ("done", "error"):
+                            finished = True
+                            break
+                except queue_mod.Empty:
+                    pass
+                if not finished:
+                    on_message(job, "lost", f"{job.profile}: engine worker {_describe_exit(proc.exitcode)}")
+                continue
+            if time.monotonic() - last > episode_timeout:
+                proc.kill()
+                proc.join(timeout=10)
+                on_message(job, "lost", f"{job.profile}: no episode finished within {episode_timeout:.0f} s (engine hung?); worker killed")
+                continue
+            still.append((job, proc, q, last))
+        running = still

@@ -1,0 +1,198 @@
+"""Scenes and the canonical model: MuJoCo's compiled model is the source of physical truth.
+
+Every engine adapter loads the same MJCF file and then reconciles its own model against the
+:class:`CanonicalModel` read here, so that engines can disagree about physics only.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from crosssim.errors import CrossSimError
+
+GYMNASIUM_PREFIX = "gymnasium:"
+
+
+def resolve_scene(spec: str | Path, *, base_dir: Path | None = None) -> Path:
+    """Turn a scene reference into an existing MJCF path.
+
+    ``gymnasium:hopper.xml`` names a file shipped in gymnasium's MuJoCo assets (pinned by the
+    installed package, no network); anything else is a path, relative to ``base_dir`` if given.
+    """
+    spec = str(spec)
+    if spec.startswith(GYMNASIUM_PREFIX):
+        import importlib.util
+
+        found = importlib.util.find_spec("gymnasium")
+        if found is None or found.origin is None:
+            raise CrossSimError(
+                f"scene {spec!r} needs gymnasium's MuJoCo assets: pip install 'gymnasium[mujoco]'"
+            )
+        path = Path(found.origin).parent / "envs" / "mujoco" / "assets" / spec[len(GYMNASIUM_PREFIX):]
+    else:
+        path = Path(spec).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+    if not path.is_file():
+        raise CrossSimError(f"robot/scene file not found: {path} (check the card's 'robot' field)")
+    return path.resolve()
+
+
+@dataclass(frozen=True)
+class CanonicalModel:
+    """Physical parameters of a scene as MuJoCo compiles them, in MuJoCo's index order.
+
+    Joint arrays cover every joint except a free base; body arrays cover every body except
+    the world. Units are SI.
+    """
+
+    path: Path
+    timestep: float
+    """Physics step [s] from ``<option timestep>``."""
+    gravity: np.ndarray
+    """Gravity [m/s^2], world frame."""
+    nq: int
+    nv: int
+    free_base: bool
+    """Whether the root body hangs on a free joint (legged robots) or on explicit joints."""
+    root_body: str
+    """Name of the body whose pose is the 'base' (the first body below the world)."""
+    body_names: tuple[str, ...]
+    body_mass: np.ndarray
+    """Body masses [kg]."""
+    body_inertia: np.ndarray
+    """Principal moments of inertia [kg m^2], (nbody, 3), in MuJoCo's inertial frame."""
+    body_ipos: np.ndarray
+    """Centre of mass in the body frame [m], (nbody, 3)."""
+    body_iquat: np.ndarray
+    """Orientation of the principal inertial frame in the body frame (w, x, y, z)."""
+    joint_names: tuple[str, ...]
+    joint_type: tuple[str, ...]
+    """'hinge' or 'slide' per joint."""
+    joint_qposadr: np.ndarray
+    joint_dofadr: np.ndarray
+    joint_limited: np.ndarray
+    joint_range: np.ndarray
+    """Joint ranges [rad or m], (njoint, 2); meaningful where ``joint_limited``."""
+    joint_damping: np.ndarray
+    """Viscous joint damping [N m s/rad or N s/m]."""
+    joint_armature: np.ndarray
+    """Rotor inertia added to the joint [kg m^2 or kg]."""
+    joint_frictionloss: np.ndarray
+    """Dry joint friction [N m or N]."""
+    geom_body: tuple[str, ...]
+    geom_friction: np.ndarray
+    """Sliding, torsional, rolling friction per geom."""
+    actuator_names: tuple[str, ...]
+    actuator_joint: np.ndarray
+    """Index into ``joint_names`` of the joint each actuator drives."""
+    actuator_gear: np.ndarray
+    actuator_ctrlrange: np.ndarray
+    actuator_ctrllimited: np.ndarray
+    actuator_kp: np.ndarray
+    """Position gain for position actuators, 0 for motors."""
+    actuator_kv: np.ndarray
+    """Damping gain for position/velocity actuators, 0 for motors."""
+    actuator_forcerange: np.ndarray
+    actuator_forcelimited: np.ndarray
+    qpos0: np.ndarray
+    """Default generalized positions (model's qpos0)."""
+    keyframes: dict
+
+    @property
+    def joint_count(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def actuator_count(self) -> int:
+        return len(self.actuator_names)
+
+    @property
+    def total_mass(self) -> float:
+        return float(self.body_mass.sum())
+
+    def joint_index(self, name: str) -> int:
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise CrossSimError(
+                f"joint {name!r} is not in {self.path.name}; its joints are {list(self.joint_names)}"
+            ) from None
+
+
+def load_mujoco_model(path: Path):
+    import mujoco
+
+    try:
+        return mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as exc:  # mujoco reports parse errors as ValueError
+        raise CrossSimError(f"MuJoCo cannot compile {path}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=32)
+def canonical_model(path: Path) -> CanonicalModel:
+    """Read the canonical physical parameters of an MJCF scene (cached per path)."""
+    import mujoco
+
+    m = load_mujoco_model(Path(path))
+    name = lambda obj, i: mujoco.mj_id2name(m, obj, i) or f"{i}"  # noqa: E731
+    types = {int(mujoco.mjtJoint.mjJNT_HINGE): "hinge", int(mujoco.mjtJoint.mjJNT_SLIDE): "slide"}
+    free = int(mujoco.mjtJoint.mjJNT_FREE)
+    joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != free]
+    for j in joints:
+        if int(m.jnt_type[j]) not in types:
+            raise CrossSimError(f"{path}: joint {name(mujoco.mjtObj.mjOBJ_JOINT, j)} is a ball joint; not supported")
+    free_base = any(int(m.jnt_type[j]) == free for j in range(m.njnt))
+    bodies = range(1, m.nbody)
+    jidx = {j: k for k, j in enumerate(joints)}
+    act_joint = []
+    for a in range(m.nu):
+        if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
+            raise CrossSimError(f"{path}: actuator {a} does not drive a joint directly; not supported")
+        act_joint.append(jidx[int(m.actuator_trnid[a, 0])])
+    # A position actuator has gainprm[0] = kp and biasprm = [0, -kp, -kv]; a motor has bias 0.
+    kp = np.where(m.actuator_biastype == int(mujoco.mjtBias.mjBIAS_AFFINE), -m.actuator_biasprm[:, 1], 0.0)
+    kv = np.where(m.actuator_biastype == int(mujoco.mjtBias.mjBIAS_AFFINE), -m.actuator_biasprm[:, 2], 0.0)
+    keyframes = {}
+    for k in range(m.nkey):
+        keyframes[name(mujoco.mjtObj.mjOBJ_KEY, k)] = m.key_qpos[k].copy()
+    return CanonicalModel(
+        path=Path(path),
+        timestep=float(m.opt.timestep),
+        gravity=m.opt.gravity.copy(),
+        nq=int(m.nq),
+        nv=int(m.nv),
+        free_base=free_base,
+        root_body=name(mujoco.mjtObj.mjOBJ_BODY, 1),
+        body_names=tuple(name(mujoco.mjtObj.mjOBJ_BODY, b) for b in bodies),
+        body_mass=m.body_mass[1:].copy(),
+        body_inertia=m.body_inertia[1:].copy(),
+        body_ipos=m.body_ipos[1:].copy(),
+        body_iquat=m.body_iquat[1:].copy(),
+        joint_names=tuple(name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints),
+        joint_type=tuple(types[int(m.jnt_type[j])] for j in joints),
+        joint_qposadr=np.array([m.jnt_qposadr[j] for j in joints], dtype=int),
+        joint_dofadr=np.array([m.jnt_dofadr[j] for j in joints], dtype=int),
+        joint_limited=np.array([bool(m.jnt_limited[j]) for j in joints]),
+        joint_range=np.array([m.jnt_range[j] for j in joints]).reshape(-1, 2),
+        joint_damping=np.array([m.dof_damping[m.jnt_dofadr[j]] for j in joints]),
+        joint_armature=np.array([m.dof_armature[m.jnt_dofadr[j]] for j in joints]),
+        joint_frictionloss=np.array([m.dof_frictionloss[m.jnt_dofadr[j]] for j in joints]),
+        geom_body=tuple(name(mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[g])) if m.geom_bodyid[g] else "world" for g in range(m.ngeom)),
+        geom_friction=m.geom_friction.copy(),
+        actuator_names=tuple(name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu)),
+        actuator_joint=np.array(act_joint, dtype=int),
+        actuator_gear=m.actuator_gear[:, 0].copy(),
+        actuator_ctrlrange=m.actuator_ctrlrange.copy(),
+        actuator_ctrllimited=m.actuator_ctrllimited.astype(bool).copy(),
+        actuator_kp=kp.copy(),
+        actuator_kv=kv.copy(),
+        actuator_forcerange=m.actuator_forcerange.copy(),
+        actuator_forcelimited=m.actuator_forcelimited.astype(bool).copy(),
+        qpos0=m.qpos0.copy(),
+        keyframes=keyframes,
+    )

@@ -1,0 +1,91 @@
+"""The task contract: engine-agnostic, computed from SimFrames only (dm_control style)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from crosssim.frame import InitialState, SimFrame
+from crosssim.scene import CanonicalModel
+
+
+@dataclass
+class StepResult:
+    reward: float
+    terms: dict[str, float]
+    terminated: bool
+
+
+class Task:
+    """A task reads SimFrames and never an engine. Subclasses set the class attributes."""
+
+    name: str = ""
+    scene: str = ""
+    """MJCF reference (``gymnasium:hopper.xml`` or a path)."""
+    frame_skip: int = 1
+    """Physics steps per control step (the control period is frame_skip x timestep)."""
+    max_steps: int = 1000
+    """Control steps per episode (gymnasium's TimeLimit)."""
+    needs_contacts: bool = False
+    """Whether observation or reward read ``SimFrame.body_ext_wrench``."""
+
+    def observation_size(self, c: CanonicalModel) -> int:
+        raise NotImplementedError
+
+    def action_size(self, c: CanonicalModel) -> int:
+        return c.actuator_count
+
+    def initial_state(self, c: CanonicalModel, rng: np.random.Generator) -> InitialState:
+        raise NotImplementedError
+
+    def reset(self, frame: SimFrame) -> dict[str, Any]:
+        """Task state at episode start (commands, phase, previous positions...)."""
+        return {}
+
+    def observe(self, frame: SimFrame, state: dict) -> np.ndarray:
+        raise NotImplementedError
+
+    def step(self, before: SimFrame, after: SimFrame, action: np.ndarray, state: dict, dt: float) -> StepResult:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ResetNoise:
+    """Gymnasium's reset distribution: qpos uniform, qvel uniform or normal, scale ``scale``."""
+
+    scale: float
+    qvel: str = "uniform"  # or "normal"
+
+    def sample(self, qpos0: np.ndarray, nv: int, rng: np.random.Generator) -> InitialState:
+        # Same draw order as gymnasium's reset_model, so one seed gives one initial state in both.
+        qpos = qpos0 + rng.uniform(-self.scale, self.scale, size=qpos0.size)
+        if self.qvel == "uniform":
+            qvel = np.zeros(nv) + rng.uniform(-self.scale, self.scale, size=nv)
+        else:
+            qvel = np.zeros(nv) + self.scale * rng.standard_normal(nv)
+        return InitialState(qpos=qpos, qvel=qvel)
+
+
+_REGISTRY: dict[str, type[Task]] = {}
+
+
+def register(cls: type[Task]) -> type[Task]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered_tasks() -> dict[str, type[Task]]:
+    import crosssim.tasks.gym_locomotion  # noqa: F401  (registers on import)
+
+    return dict(_REGISTRY)
+
+
+def make_task(name: str, **options) -> Task:
+    tasks = registered_tasks()
+    if name not in tasks:
+        from crosssim.errors import CrossSimError
+
+        raise CrossSimError(f"unknown task {name!r}; known tasks: {sorted(tasks)}")
+    return tasks[name](**options)
