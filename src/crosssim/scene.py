@@ -84,6 +84,10 @@ class CanonicalModel:
     """Rotor inertia added to the joint [kg m^2 or kg]."""
     joint_frictionloss: np.ndarray
     """Dry joint friction [N m or N]."""
+    joint_stiffness: np.ndarray
+    """Passive joint spring [N m/rad or N/m] towards ``joint_springref``."""
+    joint_springref: np.ndarray
+    """Spring rest position [rad or m] (MuJoCo's qpos_spring)."""
     geom_body: tuple[str, ...]
     geom_friction: np.ndarray
     """Sliding, torsional, rolling friction per geom."""
@@ -182,6 +186,8 @@ def canonical_model(path: Path) -> CanonicalModel:
         joint_damping=np.array([m.dof_damping[m.jnt_dofadr[j]] for j in joints]),
         joint_armature=np.array([m.dof_armature[m.jnt_dofadr[j]] for j in joints]),
         joint_frictionloss=np.array([m.dof_frictionloss[m.jnt_dofadr[j]] for j in joints]),
+        joint_stiffness=np.array([m.jnt_stiffness[j] for j in joints]),
+        joint_springref=np.array([m.qpos_spring[m.jnt_qposadr[j]] for j in joints]),
         geom_body=tuple(name(mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[g])) if m.geom_bodyid[g] else "world" for g in range(m.ngeom)),
         geom_friction=m.geom_friction.copy(),
         actuator_names=tuple(name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu)),

@@ -91,6 +91,7 @@ def read_back_mujoco(m: mujoco.MjModel, c: CanonicalModel) -> dict[str, np.ndarr
         "joint_damping": m.dof_damping[c.joint_dofadr].copy(),
         "joint_armature": m.dof_armature[c.joint_dofadr].copy(),
         "joint_frictionloss": m.dof_frictionloss[c.joint_dofadr].copy(),
+        "joint_stiffness": np.array([m.jnt_stiffness[m.dof_jntid[d]] for d in c.joint_dofadr]),
         "geom_friction": floor_contact_friction(m.geom_friction[:, 0], c),
         # Native gains are zeroed on purpose; crosssim applies gear x ctrl itself.
         "actuator_gear": m.actuator_gear[:, 0].copy(),
@@ -105,6 +106,7 @@ TOLERANCES = {
     "joint_damping": 1e-6,
     "joint_armature": 1e-6,
     "joint_frictionloss": 1e-6,
+    "joint_stiffness": 1e-6,
     "geom_friction": 1e-6,  # sliding friction of the geom-floor contact
     "actuator_gear": 1e-9,
 }
@@ -133,6 +135,7 @@ def audit_rows(c: CanonicalModel, got: dict, notes: dict | None = None) -> list[
         "joint_damping": c.joint_damping,
         "joint_armature": c.joint_armature,
         "joint_frictionloss": c.joint_frictionloss,
+        "joint_stiffness": c.joint_stiffness,
         "geom_friction": floor_contact_friction(c.geom_friction[:, 0], c),
         "actuator_gear": c.actuator_gear,
     }
@@ -144,6 +147,7 @@ def audit_rows(c: CanonicalModel, got: dict, notes: dict | None = None) -> list[
         "joint_damping": list(c.joint_names),
         "joint_armature": list(c.joint_names),
         "joint_frictionloss": list(c.joint_names),
+        "joint_stiffness": list(c.joint_names),
         "geom_friction": [f"{b}#{g}" for g, b in enumerate(c.geom_body)],
         "actuator_gear": list(c.actuator_names),
     }

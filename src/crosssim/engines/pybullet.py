@@ -223,13 +223,13 @@ class EnginePyBullet:
         return model
 
     def step(self, model: PyBulletModel, state: PyBulletModel, torques: np.ndarray, n_substeps: int = 1) -> None:
-        pb = dict(physicsClientId=model.client)
+        pb, c = dict(physicsClientId=model.client), model.canonical
         links = list(map(int, model.joint_link))
         torques = np.asarray(torques, dtype=float)
         model.torques = torques.copy()
         for _ in range(n_substeps):
             q, qd = self._joint_arrays(model)
-            tau = torques - model.damping * qd
+            tau = torques - model.damping * qd - c.joint_stiffness * (q - c.joint_springref)
             if model.armature == "emulate" and not model.canonical.free_base and model.canonical.joint_armature.any():
                 tau = self._armature_compensation(model, q, qd, tau)
             pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
@@ -351,11 +351,13 @@ class EnginePyBullet:
             "joint_damping": model.damping,
             "joint_armature": (c.joint_armature if model.armature == "emulate" and not c.free_base else None),
             "joint_frictionloss": None,
+            "joint_stiffness": c.joint_stiffness,
             "geom_friction": geom_mu,
             "actuator_gear": c.actuator_gear,  # crosssim applies gear x ctrl itself
         }
         notes = {
             "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly)",
+            "joint_stiffness": "applied by the adapter as explicit torque -k*(q - springref)",
             "joint_armature": armature_note,
             "joint_frictionloss": "PyBullet has no dry joint friction",
             "geom_friction": "body-floor contact: Bullet multiplies coefficients, MuJoCo takes the max; floor set to 1",
