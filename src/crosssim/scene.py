@@ -55,6 +55,8 @@ class CanonicalModel:
     """Physics step [s] from ``<option timestep>``."""
     gravity: np.ndarray
     """Gravity [m/s^2], world frame."""
+    integrator: int
+    """MuJoCo's mjtIntegrator: 0 Euler (semi-implicit), 1 RK4, 2 implicit, 3 implicitfast."""
     nq: int
     nv: int
     free_base: bool
@@ -91,6 +93,8 @@ class CanonicalModel:
     geom_body: tuple[str, ...]
     geom_friction: np.ndarray
     """Sliding, torsional, rolling friction per geom."""
+    geom_collides: np.ndarray
+    """Whether a geom takes part in contacts (contype or conaffinity set)."""
     actuator_names: tuple[str, ...]
     actuator_joint: np.ndarray
     """Index into ``joint_names`` of the joint each actuator drives."""
@@ -168,6 +172,7 @@ def canonical_model(path: Path) -> CanonicalModel:
         path=Path(path),
         timestep=float(m.opt.timestep),
         gravity=m.opt.gravity.copy(),
+        integrator=int(m.opt.integrator),
         nq=int(m.nq),
         nv=int(m.nv),
         free_base=free_base,
@@ -190,6 +195,7 @@ def canonical_model(path: Path) -> CanonicalModel:
         joint_springref=np.array([m.qpos_spring[m.jnt_qposadr[j]] for j in joints]),
         geom_body=tuple(name(mujoco.mjtObj.mjOBJ_BODY, int(m.geom_bodyid[g])) if m.geom_bodyid[g] else "world" for g in range(m.ngeom)),
         geom_friction=m.geom_friction.copy(),
+        geom_collides=(m.geom_contype != 0) | (m.geom_conaffinity != 0),
         actuator_names=tuple(name(mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(m.nu)),
         actuator_joint=np.array(act_joint, dtype=int),
         actuator_gear=m.actuator_gear[:, 0].copy(),

@@ -85,6 +85,7 @@ def read_back_mujoco(m: mujoco.MjModel, c: CanonicalModel) -> dict[str, np.ndarr
     """Parameters as the MuJoCo engine will simulate them (after profile overrides)."""
     return {
         "timestep": float(m.opt.timestep),
+        "integrator": int(m.opt.integrator),
         "body_mass": m.body_mass[1:].copy(),
         "body_inertia": m.body_inertia[1:].copy(),
         "joint_range": np.array([m.jnt_range[m.jnt_dofadr.tolist().index(d)] for d in c.joint_dofadr]),
@@ -100,6 +101,7 @@ def read_back_mujoco(m: mujoco.MjModel, c: CanonicalModel) -> dict[str, np.ndarr
 
 TOLERANCES = {
     "timestep": 1e-9,
+    "integrator": 0,
     "body_mass": 1e-3,  # relative
     "body_inertia": 1e-2,  # relative
     "joint_range": 1e-6,
@@ -129,6 +131,7 @@ def audit_rows(c: CanonicalModel, got: dict, notes: dict | None = None) -> list[
     notes = notes or {}
     canonical = {
         "timestep": c.timestep,
+        "integrator": c.integrator,
         "body_mass": c.body_mass,
         "body_inertia": c.body_inertia,
         "joint_range": c.joint_range,
@@ -141,6 +144,7 @@ def audit_rows(c: CanonicalModel, got: dict, notes: dict | None = None) -> list[
     }
     items = {
         "timestep": ["model"],
+        "integrator": ["model"],  # mjtIntegrator code: 0 Euler, 1 RK4, 2 implicit, 3 implicitfast
         "body_mass": list(c.body_names),
         "body_inertia": [f"{b}[{k}]" for b in c.body_names for k in "xyz"],
         "joint_range": [f"{j}[{k}]" for j in c.joint_names for k in ("lo", "hi")],
@@ -159,7 +163,7 @@ def audit_rows(c: CanonicalModel, got: dict, notes: dict | None = None) -> list[
         if quantity == "joint_range":  # a range only matters on limited joints
             keep = np.repeat(c.joint_limited, 2)
         elif quantity == "geom_friction":  # robot geoms against the floor
-            keep = np.array([b != "world" for b in c.geom_body])
+            keep = np.array([b != "world" for b in c.geom_body]) & c.geom_collides
         else:
             keep = np.ones(want.shape, dtype=bool)
         for k, item in enumerate(items[quantity]):

@@ -345,6 +345,7 @@ class EnginePyBullet:
                          "PyBullet has no armature; not represented for floating-base robots")
         got = {
             "timestep": pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"],
+            "integrator": 0,  # Bullet's multibody integrator is semi-implicit Euler, always
             "body_mass": [d[0] for d in dyn],
             "body_inertia": [d[2] for d in dyn],
             "joint_range": np.stack([lo, hi], axis=1),
@@ -356,6 +357,7 @@ class EnginePyBullet:
             "actuator_gear": c.actuator_gear,  # crosssim applies gear x ctrl itself
         }
         notes = {
+            "integrator": "Bullet integrates semi-implicit Euler only",
             "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly)",
             "joint_stiffness": "applied by the adapter as explicit torque -k*(q - springref)",
             "joint_armature": armature_note,

@@ -23,7 +23,8 @@ def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = Fa
         if trust:
             from crosssim.policies.sb3 import SB3TrustedPolicy
 
-            policy = SB3TrustedPolicy(path, (card.algo or "").lower())
+            policy = SB3TrustedPolicy(path, (card.algo or "").lower(), obs_size=obs_size,
+                                      low=np.full(action_size, clip[0]), high=np.full(action_size, clip[1]))
         else:
             from crosssim.policies.sb3 import SB3ActorPolicy
 

@@ -133,8 +133,10 @@ class SB3ActorPolicy:
 class SB3TrustedPolicy:
     """SB3's own ``load`` (unpickles the zip: runs the author's code). Only behind the trust flag."""
 
-    def __init__(self, path: Path, algo: str):
+    def __init__(self, path: Path, algo: str, *, obs_size: int, low: np.ndarray, high: np.ndarray):
         import importlib
+
+        import gymnasium as gym
 
         modules = {"ppo": "stable_baselines3", "a2c": "stable_baselines3", "sac": "stable_baselines3",
                    "td3": "stable_baselines3", "ddpg": "stable_baselines3", "tqc": "sb3_contrib",
@@ -142,7 +144,16 @@ class SB3TrustedPolicy:
         if algo not in modules:
             raise PolicyLoadError(f"{path}: the trusted SB3 loader needs policy.algo, one of {sorted(modules)}")
         cls = getattr(importlib.import_module(modules[algo]), algo.upper())
-        self.model = cls.load(str(path), device="cpu")
+        # Spaces and schedules pickled by older gym versions do not unpickle today; the task
+        # defines the spaces anyway, and schedules only matter for training.
+        custom = {"observation_space": gym.spaces.Box(-np.inf, np.inf, (obs_size,), np.float32),
+                  "action_space": gym.spaces.Box(np.float32(low), np.float32(high), dtype=np.float32),
+                  "lr_schedule": lambda _: 0.0, "learning_rate": 0.0, "clip_range": lambda _: 0.0,
+                  "exploration_schedule": lambda _: 0.0}
+        try:
+            self.model = cls.load(str(path), device="cpu", custom_objects=custom)
+        except Exception as exc:
+            raise PolicyLoadError(f"{path}: SB3 could not load it ({type(exc).__name__}: {str(exc)[:200]})") from None
         self.obs_size = int(np.prod(self.model.observation_space.shape))
         self.action_size = int(np.prod(self.model.action_space.shape))
 

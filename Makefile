@@ -1,0 +1,42 @@
+# crosssim: `make crossval` and `make test` are all a fresh clone needs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.crosssim-installed
+POLICY ?= policies/hopper-ppo-mujoco/card.yaml
+ENGINES ?= mujoco,pybullet
+EPISODES ?= 10
+SEED ?= 0
+ARGS ?=
+export MUJOCO_GL ?= egl
+export WARP_CACHE_PATH ?= $(CURDIR)/.cache/warp
+
+.PHONY: venv crossval test test-fast policies bench clean-venv
+
+venv: $(STAMP)
+
+# torch first, pinned: the local CPU build. An unpinned torch pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[all,dev]'
+	touch $@
+
+crossval: $(STAMP)
+	$(VENV)/bin/crosssim crossval --policy $(POLICY) --engines $(ENGINES) --episodes $(EPISODES) --seed $(SEED) $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest $(ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow" $(ARGS)
+
+policies: $(STAMP)
+	$(PY) scripts/train_policies.py $(ARGS)
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py $(ARGS)
+
+clean-venv:
+	rm -rf $(VENV)
