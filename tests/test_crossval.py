@@ -1,0 +1,142 @@
+"""End-to-end crossval: CLI, results files, determinism, worker isolation."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import CARDS, ROOT, requires_fixtures, zoo_card
+from crosssim.runner import CrossvalConfig, run_crossval
+
+HELPERS = ROOT / "tests" / "helpers"
+
+
+def _callable_card(tmp_path, fn):
+    path = tmp_path / "card.yaml"
+    path.write_text(f"name: misbehaving\ntask: Hopper\npolicy:\n  file: helpers.crash_policy:{fn}\n  format: callable\n")
+    return path
+
+
+@requires_fixtures
+def test_cli_crossval_writes_results(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(zoo_card("ppo", "Hopper")),
+         "--episodes", "2", "--max-steps", "200", "--out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "mujoco" in proc.stdout and "pybullet" in proc.stdout and "drop vs mujoco" in proc.stdout
+    df = pd.read_parquet(out / "results.parquet")
+    assert list(df.columns[:8]) == ["policy", "engine", "episode", "seed", "return", "length", "terminated", "failure"]
+    assert len(df) == 4 and df.failure.isna().all()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reference_engine"] == "mujoco"
+    assert set(summary["engines"]) == {"mujoco", "pybullet"}
+    lo, hi = summary["engines"]["mujoco"]["return_ci95"]
+    assert lo <= summary["engines"]["mujoco"]["mean_return"] <= hi
+    assert json.loads((out / "audit.json").read_text())["pybullet"]
+
+
+def test_cli_bad_policy_is_one_clear_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(tmp_path / "nope.zip")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("crosssim: error:") and "nope.zip" in last
+
+
+@requires_fixtures
+def test_same_seed_same_numbers(tmp_path):
+    runs = []
+    for k, inline in enumerate((False, False, True)):
+        cfg = CrossvalConfig(policy=str(zoo_card("trpo", "Hopper")), episodes=2, seed=3, max_steps=150,
+                             out=str(tmp_path / f"r{k}"), inline=inline)
+        run_crossval(cfg)
+        runs.append(pd.read_parquet(tmp_path / f"r{k}" / "results.parquet"))
+    pd.testing.assert_frame_equal(runs[0], runs[1])
+    pd.testing.assert_frame_equal(runs[0], runs[2])
+
+
+def test_killed_engine_worker_keeps_finished_rows(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "die_in_pybullet")), episodes=4, max_steps=50,
+                         out=str(tmp_path / "run"), trust_policy_code=True)
+    summary = run_crossval(cfg)
+    df = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    mj, pb = df[df.engine == "mujoco"], df[df.engine == "pybullet"]
+    assert mj.failure.isna().all() and len(mj) == 4
+    assert pb.failure.isna().sum() == 2, pb  # episodes 0 and 1 finished before the kill
+    assert pb.failure.dropna().str.contains("killed by signal SIGKILL").all()
+    assert "SIGKILL" in summary["engines"]["pybullet"]["error"]
+
+
+def test_hung_engine_worker_times_out(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "hang_in_pybullet")), episodes=2, max_steps=50,
+                         out=str(tmp_path / "run"), trust_policy_code=True, episode_timeout=8)
+    run_crossval(cfg)
+    df = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    pb = df[df.engine == "pybullet"]
+    assert pb.failure.isna().sum() == 1
+    assert pb.failure.dropna().str.contains("no episode finished within 8 s").all()
+    assert df[df.engine == "mujoco"].failure.isna().all()
+
+
+def test_nan_actions_fail_the_episode_with_a_message(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "nan_policy")), episodes=1, max_steps=20,
+                         out=str(tmp_path / "run"), trust_policy_code=True, engines=("mujoco",))
+    run_crossval(cfg)
+    df = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert df.failure.iloc[0].startswith("mujoco: policy returned a non-finite action at step 0")
+
+
+def test_unwritable_out_is_a_clear_error(tmp_path):
+    from crosssim.errors import CrossSimError
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    if (locked / "x").parent.stat().st_mode & 0o200 or __import__("os").geteuid() == 0:
+        target = tmp_path / "file-not-dir"
+        target.write_text("")
+        out = target / "run"  # a path under a regular file cannot be created, even by root
+    else:
+        out = locked / "run"
+    cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "nan_policy")), out=str(out), trust_policy_code=True)
+    with pytest.raises(CrossSimError, match="cannot write results to"):
+        run_crossval(cfg)
+
+
+@requires_fixtures
+@pytest.mark.parametrize("algo", ["a2c", "ars", "ppo", "sac", "tqc", "trpo"])
+@pytest.mark.parametrize("env", ["Hopper", "HalfCheetah"])
+def test_zoo_agent_matches_gymnasium_v4(tmp_path, algo, env):
+    """Mean return in crosssim-MuJoCo equals gymnasium's -v4 env with the same policy and seeds (2%)."""
+    gym = pytest.importorskip("gymnasium")
+    from crosssim.card import load_card
+    from crosssim.policies import load_policy
+    from crosssim.runner.rollout import Harness
+
+    episodes = 2
+    card = load_card(zoo_card(algo, env))
+    summary = run_crossval(CrossvalConfig(policy=str(card.path), engines=("mujoco",), episodes=episodes,
+                                          out=str(tmp_path / "run"), inline=True))
+    harness = Harness.from_card(card)
+    policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
+    genv = gym.make(f"{env}-v4")
+    returns = []
+    for seed in range(episodes):
+        obs, _ = genv.reset(seed=seed)
+        total, done = 0.0, False
+        while not done:
+            obs, r, term, trunc, _ = genv.step(policy.act(obs))
+            total += r
+            done = term or trunc
+        returns.append(total)
+    ours = summary["engines"]["mujoco"]["mean_return"]
+    assert ours == pytest.approx(np.mean(returns), rel=0.02, abs=1.0)
