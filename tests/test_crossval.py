@@ -30,14 +30,21 @@ def test_cli_crossval_writes_results(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "mujoco" in proc.stdout and "pybullet" in proc.stdout and "drop vs mujoco" in proc.stdout
     df = pd.read_parquet(out / "results.parquet")
-    assert list(df.columns[:8]) == ["policy", "engine", "episode", "seed", "return", "length", "terminated", "failure"]
-    assert len(df) == 4 and df.failure.isna().all()
+    assert list(df.columns[:9]) == ["policy", "engine", "condition", "episode", "seed", "return", "length",
+                                    "terminated", "failure"]
+    assert len(df) == 2 * 2 * 5 and df.failure.isna().all()  # engines x episodes x (nominal, 3 families, combined)
+    assert "verdict:" in proc.stdout and summary_has_profile(out)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["reference_engine"] == "mujoco"
     assert set(summary["engines"]) == {"mujoco", "pybullet"}
     lo, hi = summary["engines"]["mujoco"]["return_ci95"]
     assert lo <= summary["engines"]["mujoco"]["mean_return"] <= hi
     assert json.loads((out / "audit.json").read_text())["pybullet"]
+
+
+def summary_has_profile(out) -> bool:
+    risk = json.loads((out / "summary.json").read_text())["risk"]
+    return set(risk["components"]) == {"actuation", "timing", "contact", "engine_disagreement"} and bool(risk["verdict"])
 
 
 def test_cli_bad_policy_is_one_clear_line(tmp_path):
@@ -64,7 +71,7 @@ def test_same_seed_same_numbers(tmp_path):
 def test_killed_engine_worker_keeps_finished_rows(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "die_in_pybullet")), episodes=4, max_steps=50,
-                         out=str(tmp_path / "run"), trust_policy_code=True)
+                         out=str(tmp_path / "run"), trust_policy_code=True, risk=False)
     summary = run_crossval(cfg)
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     mj, pb = df[df.engine == "mujoco"], df[df.engine == "pybullet"]
@@ -77,7 +84,7 @@ def test_killed_engine_worker_keeps_finished_rows(tmp_path, monkeypatch):
 def test_hung_engine_worker_times_out(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "hang_in_pybullet")), episodes=2, max_steps=50,
-                         out=str(tmp_path / "run"), trust_policy_code=True, episode_timeout=8)
+                         out=str(tmp_path / "run"), trust_policy_code=True, episode_timeout=8, risk=False)
     run_crossval(cfg)
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     pb = df[df.engine == "pybullet"]
@@ -89,7 +96,7 @@ def test_hung_engine_worker_times_out(tmp_path, monkeypatch):
 def test_nan_actions_fail_the_episode_with_a_message(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "nan_policy")), episodes=1, max_steps=20,
-                         out=str(tmp_path / "run"), trust_policy_code=True, engines=("mujoco",))
+                         out=str(tmp_path / "run"), trust_policy_code=True, engines=("mujoco",), risk=False)
     run_crossval(cfg)
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     assert df.failure.iloc[0].startswith("mujoco: policy returned a non-finite action at step 0")
@@ -125,7 +132,7 @@ def test_zoo_agent_matches_gymnasium_v4(tmp_path, algo, env):
     episodes = 2
     card = load_card(zoo_card(algo, env))
     summary = run_crossval(CrossvalConfig(policy=str(card.path), engines=("mujoco",), episodes=episodes,
-                                          out=str(tmp_path / "run"), inline=True))
+                                          out=str(tmp_path / "run"), inline=True, risk=False))
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
     genv = gym.make(f"{env}-v4")

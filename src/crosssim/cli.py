@@ -50,6 +50,21 @@ def print_table(summary: dict, file=sys.stdout) -> None:
             print(f"  ! {s['error']}", file=file)
 
 
+def print_risk(risk: dict, file=sys.stdout) -> None:
+    check = risk["harness_check"]
+    print(f"\nharness check: {check['status']} - {check['message']}", file=file)
+    print(f"{'transfer-risk component':<34}{'predicted drop':>16}{'95% CI':>18}", file=file)
+    for name, comp in risk["components"].items():
+        lo, hi = comp["ci95"]
+        print(f"  {name:<32}{_fmt(100 * comp['drop'], 0) + ' %':>16}{'[' + _fmt(100 * lo, 0) + ', ' + _fmt(100 * hi, 0) + '] %':>18}",
+              file=file)
+    agg = risk["aggregate"]
+    lo, hi = agg["ci95"]
+    print(f"  {'aggregate (all gaps at once)':<32}{_fmt(100 * agg['drop'], 0) + ' %':>16}"
+          f"{'[' + _fmt(100 * lo, 0) + ', ' + _fmt(100 * hi, 0) + '] %':>18}", file=file)
+    print(f"verdict: {risk['verdict'].upper()} - {risk['message']}", file=file)
+
+
 def _progress(stream=sys.stderr):
     def show(engine: str, done: int, total: int, row: dict) -> None:
         bar = "#" * int(20 * done / max(total, 1))
@@ -67,12 +82,14 @@ def cmd_crossval(args) -> int:
         policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
         episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
         trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
-        inline=args.inline,
+        inline=args.inline, risk=args.risk,
     )
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
     summary = run_crossval(config, progress=None if args.quiet else _progress())
     print_table(summary)
+    if "risk" in summary:
+        print_risk(summary["risk"])
     print(f"\nresults: {summary['out']}/results.parquet  summary: {summary['out']}/summary.json")
     return EXIT_OK
 
@@ -143,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=h("workers"))
     c.add_argument("--episode-timeout", type=float, default=600.0, help=h("episode_timeout"))
     c.add_argument("--inline", action="store_true", help=h("inline"))
+    c.add_argument("--no-risk", dest="risk", action="store_false", help="nominal runs only: no sweeps, no risk profile")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.set_defaults(func=cmd_crossval)
     a = sub.add_parser("audit", help="model parameters read back from each engine vs the canonical model")

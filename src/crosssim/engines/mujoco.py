@@ -10,6 +10,7 @@ import numpy as np
 
 from crosssim.engines.base import AuditRow, EngineProfile
 from crosssim.frame import InitialState, SimFrame
+from crosssim.perturb import apply_model_scales
 from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
 
 
@@ -33,6 +34,7 @@ class EngineMuJoCo:
         m = load_mujoco_model(Path(scene))
         if "timestep" in profile.settings:
             m.opt.timestep = float(profile.settings["timestep"])
+        apply_model_scales(m, profile.settings)
         if "iterations" in profile.settings:
             m.opt.iterations = int(profile.settings["iterations"])
         # Native actuators would add their own (gain/bias) forces: crosssim's actuation replaces them.

@@ -23,6 +23,7 @@ import pybullet
 from crosssim.engines.base import AuditRow, EngineProfile
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import EngineFailure
+from crosssim.perturb import apply_model_scales
 from crosssim.frame import InitialState, SimFrame, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
 from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
 
@@ -54,6 +55,8 @@ class PyBulletModel:
     floor: int | None = None
     torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
     snapshot: int = -1
+    dt: float = 0.0
+    """Physics step [s] PyBullet was configured with."""
     time: float = 0.0
 
 
@@ -69,6 +72,9 @@ class EnginePyBullet:
     def load(self, scene: Path, profile: EngineProfile) -> PyBulletModel:
         c = canonical_model(Path(scene))
         m = load_mujoco_model(Path(scene))
+        if "timestep" in profile.settings:
+            m.opt.timestep = float(profile.settings["timestep"])
+        apply_model_scales(m, profile.settings)  # perturbations act on the model PyBullet is built from
         client = pybullet.connect(pybullet.DIRECT)
         try:
             return self._build(c, m, client, profile)
@@ -81,7 +87,7 @@ class EnginePyBullet:
         pb = dict(physicsClientId=client)
         pybullet.setGravity(*c.gravity, **pb)
         pybullet.setPhysicsEngineParameter(
-            fixedTimeStep=float(s.get("timestep", c.timestep)),
+            fixedTimeStep=float(m.opt.timestep),
             numSubSteps=0,
             numSolverIterations=int(s.get("solver_iterations", 50)),
             deterministicOverlappingPairs=1,
@@ -200,6 +206,7 @@ class EnginePyBullet:
         # Restored at every reset, so contact caches and solver warm starts never carry over
         # from one episode to the next: an episode's numbers depend on its seed alone.
         model.snapshot = pybullet.saveState(**pb)
+        model.dt = float(pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"])
         return model
 
     # -- contract ---------------------------------------------------------------------------
@@ -234,7 +241,7 @@ class EnginePyBullet:
                 tau = self._armature_compensation(model, q, qd, tau)
             pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
             pybullet.stepSimulation(**pb)
-            model.time += pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"]
+            model.time += model.dt
 
     def _joint_arrays(self, model: PyBulletModel) -> tuple[np.ndarray, np.ndarray]:
         states = pybullet.getJointStates(model.robot, list(map(int, model.joint_link)), physicsClientId=model.client)

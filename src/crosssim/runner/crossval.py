@@ -17,7 +17,8 @@ from crosssim.errors import CrossSimError
 from crosssim.runner.workers import EngineJob, run_jobs
 from crosssim.stats import bootstrap_ci, relative_drop
 
-ROW_COLUMNS = ["policy", "engine", "episode", "seed", "return", "length", "terminated", "failure", "x_velocity"]
+ROW_COLUMNS = ["policy", "engine", "condition", "episode", "seed", "return", "length", "terminated", "failure",
+               "x_velocity"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class CrossvalConfig:
     """Run engines in this process (no isolation; for debugging and library use)."""
     record: bool = False
     """Keep per-step trajectories of each episode (for reports)."""
+    risk: bool = True
+    """Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md)."""
 
 
 def _file_hash(path: Path) -> str:
@@ -81,7 +84,8 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
     except OSError as exc:
         raise CrossSimError(f"cannot write results to {out}: {exc.strerror}; choose another --out") from None
     episodes = tuple((i, config.seed + i) for i in range(config.episodes))
-    jobs = [EngineJob(str(card.path), e, episodes, config.trust_policy_code, config.max_steps, config.record)
+    conditions = risk_conditions() if config.risk else (("nominal", {}),)
+    jobs = [EngineJob(str(card.path), e, episodes, config.trust_policy_code, config.max_steps, config.record, conditions)
             for e in config.engines]
     rows: dict[str, list[dict]] = {e: [] for e in config.engines}
     audits: dict[str, list[dict]] = {}
@@ -96,26 +100,28 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
                 trajectories.setdefault(e, {})[payload["episode"]] = traj
             rows[e].append(payload)
             if progress:
-                progress(e, len(rows[e]), len(job.episodes), payload)
+                progress(e, len(rows[e]), len(job.units()), payload)
         elif kind == "audit":
             audits[e] = payload
         elif kind in ("error", "lost"):
             errors[e] = payload
-            done = {r["episode"] for r in rows[e]}
-            for i, s in job.episodes:
-                if i not in done:
-                    rows[e].append({"engine": e, "episode": i, "seed": s, "ret": float("nan"), "length": 0,
-                                    "terminated": False, "failure": payload, "x_velocity": float("nan")})
+            done = {(r["condition"], r["episode"]) for r in rows[e]}
+            for c, i, s in job.units():
+                if (c, i) not in done:
+                    rows[e].append({"engine": e, "condition": c, "episode": i, "seed": s, "ret": float("nan"),
+                                    "length": 0, "terminated": False, "failure": payload, "x_velocity": float("nan")})
             if progress:
-                progress(e, len(rows[e]), len(job.episodes), {"failure": payload})
+                progress(e, len(rows[e]), len(job.units()), {"failure": payload})
 
     run_jobs(jobs, workers=config.workers, episode_timeout=config.episode_timeout, on_message=on_message,
              inline=config.inline)
 
     records = []
     for e in config.engines:
-        for r in sorted(rows[e], key=lambda r: r["episode"]):
-            records.append({"policy": card.name, "engine": e, "episode": int(r["episode"]), "seed": int(r["seed"]),
+        order = {c: k for k, (c, _) in enumerate(conditions)}
+        for r in sorted(rows[e], key=lambda r: (order[r["condition"]], r["episode"])):
+            records.append({"policy": card.name, "engine": e, "condition": r["condition"],
+                            "episode": int(r["episode"]), "seed": int(r["seed"]),
                             "return": float(r["ret"]), "length": int(r["length"]),
                             "terminated": bool(r["terminated"]), "failure": r.get("failure"),
                             "x_velocity": float(r.get("x_velocity", float("nan")))})
@@ -125,10 +131,24 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
     if trajectories:
         write_atomic(out / "trajectories.npz", lambda p: np.savez_compressed(
             p, **{f"{e}/{ep}/{k}": v for e, eps in trajectories.items() for ep, tr in eps.items() for k, v in tr.items()}))
-    summary = summarize(df, card, config, audits, errors)
+    summary = summarize(df[df.condition == "nominal"], card, config, audits, errors)
+    if config.risk:
+        from crosssim.risk import risk_profile
+
+        summary["risk"] = risk_profile(df, card, reference=summary["reference_engine"], seed=config.seed)
     write_atomic(out / "summary.json", lambda p: Path(p).write_text(json.dumps(summary, indent=1, default=_json_default)))
     summary["out"] = str(out)
     return summary
+
+
+def risk_conditions() -> tuple[tuple[str, dict], ...]:
+    """nominal, one condition per gap family at its nominal intensity, and all gaps at once."""
+    from crosssim.perturb import FAMILIES, combined
+
+    out = [("nominal", {})]
+    out += [(name, p.to_dict()) for name, p in FAMILIES.items()]
+    out.append(("combined", combined().to_dict()))
+    return tuple(out)
 
 
 def _json_default(x):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from crosssim.actuation import Actuation
 from crosssim.card import Card
 from crosssim.engines.base import Engine, EngineProfile, check_finite, get_engine
 from crosssim.errors import CrossSimError, EngineFailure
+from crosssim.perturb import ActuatorChain, Perturbation
 from crosssim.policies.base import Policy
 from crosssim.scene import CanonicalModel, canonical_model, resolve_scene
 from crosssim.tasks.base import Task
@@ -68,6 +70,18 @@ class Harness:
         return h
 
     @property
+    def max_torque(self) -> np.ndarray:
+        """Largest torque each canonical joint's actuator can give [N m or N] (inf: unactuated)."""
+        out = np.full(self.canonical.joint_count, np.inf)
+        a = self.actuation
+        if a.mode == "motor":
+            peak = np.abs(a.gear) * np.maximum(np.abs(a.ctrl_low), np.abs(a.ctrl_high))
+        else:
+            peak = a.torque_limit if a.torque_limit is not None else np.full(len(a.joint_index), np.inf)
+        out[a.joint_index] = peak
+        return out
+
+    @property
     def obs_size(self) -> int:
         return self.task.observation_size(self.canonical)
 
@@ -77,14 +91,25 @@ class Harness:
 
 
 def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, episode: int, seed: int,
-                max_steps: int | None = None, record: bool = False, profile_name: str | None = None) -> EpisodeResult:
-    """Run one episode; engine or policy failures become ``result.failure``, never exceptions."""
+                max_steps: int | None = None, record: bool = False, profile_name: str | None = None,
+                perturbation: Perturbation | None = None) -> EpisodeResult:
+    """Run one episode; engine or policy failures become ``result.failure``, never exceptions.
+
+    ``perturbation``'s harness-level parts act here; its model-level parts must already be in
+    the engine's model (``open_engine(..., perturbation)``).
+    """
     task, act, c = harness.task, harness.actuation, harness.canonical
+    p = perturbation or Perturbation()
     name = profile_name or engine.name
     result = EpisodeResult(name, episode, seed)
     rng = np.random.default_rng(seed)
+    noise = np.random.default_rng([seed, 1])  # its own stream: noise never shifts initial states
     steps = max_steps or task.max_steps
     dt = task.frame_skip * c.timestep
+    substeps = task.frame_skip * p.dt_divisor
+    chain = ActuatorChain(p, harness.max_torque, c.timestep / p.dt_divisor, c.joint_count)
+    per_substep = not act.constant_over_substeps or chain.stateful
+    pending = deque()
     traj: dict[str, list] = {"t": [], "base_z": [], "base_x": [], "qpos": []} if record else {}
     x_vel = []
     try:
@@ -92,8 +117,12 @@ def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, epis
         frame = engine.frame(model, state, contacts=task.needs_contacts)
         task_state = task.reset(frame)
         policy.reset()
+        for _ in range(p.action_latency):
+            pending.append(np.zeros(harness.action_size))
         for t in range(steps):
             obs = task.observe(frame, task_state)
+            if p.obs_noise > 0:
+                obs = obs + noise.normal(0.0, p.obs_noise, obs.shape)
             action = np.asarray(policy.act(obs), dtype=float)
             if action.shape != (harness.action_size,):
                 raise CrossSimError(f"policy returned an action of shape {action.shape}, expected ({harness.action_size},)")
@@ -101,14 +130,16 @@ def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, epis
                 raise CrossSimError(f"policy returned a non-finite action at step {t}: {action}")
             if harness.card.action.clip is not None:
                 action = np.clip(action, *harness.card.action.clip)
-            target = act.target(action)
-            if act.constant_over_substeps:
-                q, qd = engine.joint_state(model, state)
-                engine.step(model, state, act.torques(target, q, qd), task.frame_skip)
-            else:
-                for _ in range(task.frame_skip):
+            pending.append(action)
+            applied = pending.popleft()
+            target = act.target(applied)
+            if per_substep:
+                for _ in range(substeps):
                     q, qd = engine.joint_state(model, state)
-                    engine.step(model, state, act.torques(target, q, qd), 1)
+                    engine.step(model, state, chain(act.torques(target, q, qd)), 1)
+            else:
+                q, qd = engine.joint_state(model, state)
+                engine.step(model, state, chain(act.torques(target, q, qd)), substeps)
             after = engine.frame(model, state, contacts=task.needs_contacts)
             check_finite(after, name)
             step = task.step(frame, after, action, task_state, dt)
@@ -136,7 +167,12 @@ def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, epis
     return result
 
 
-def open_engine(profile: EngineProfile, harness: Harness):
-    """(engine, model) for a profile; EngineUnavailable propagates with its install hint."""
+def open_engine(profile: EngineProfile, harness: Harness, perturbation: Perturbation | None = None):
+    """(engine, model) for a profile, with the perturbation's model-level settings applied.
+
+    EngineUnavailable propagates with its install hint.
+    """
     engine = get_engine(profile.engine)
+    if perturbation is not None and perturbation.model_settings():
+        profile = EngineProfile(profile.name, profile.engine, {**profile.settings, **perturbation.model_settings()})
     return engine, engine.load(harness.scene, profile)

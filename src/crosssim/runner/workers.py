@@ -32,36 +32,54 @@ class EngineJob:
     trust: bool = False
     max_steps: int | None = None
     record: bool = False
+    conditions: tuple[tuple[str, dict], ...] = (("nominal", {}),)
+    """(condition name, Perturbation fields) pairs; every episode runs under each."""
+
+    def units(self) -> list[tuple[str, int, int]]:
+        """Every (condition, episode, seed) this job owes a row for."""
+        return [(c, i, s) for c, _ in self.conditions for i, s in self.episodes]
 
 
 def execute_job(job: EngineJob, emit) -> None:
     """Run ``job`` in this process, calling ``emit(kind, payload)`` as results arrive."""
     from crosssim.card import load_card
     from crosssim.errors import CrossSimError
+    from crosssim.perturb import Perturbation
     from crosssim.policies import load_policy
     from crosssim.profiles import load_profile
     from crosssim.runner.rollout import Harness, open_engine, run_episode
+
+    def fail(exc: Exception) -> None:
+        if isinstance(exc, CrossSimError):
+            emit("error", str(exc))
+        else:
+            emit("error", f"{job.profile}: {type(exc).__name__}: {str(exc)[:300]}")
 
     try:
         card = load_card(job.card_path)
         harness = Harness.from_card(card)
         profile = load_profile(job.profile)
         policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=job.trust)
-        engine, model = open_engine(profile, harness)
-    except CrossSimError as exc:
-        emit("error", str(exc))
-        return
     except Exception as exc:
-        emit("error", f"{job.profile}: {type(exc).__name__}: {str(exc)[:300]}")
+        fail(exc)
         return
-    try:
-        emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in engine.audit(model)])
-        for episode, seed in job.episodes:
-            result = run_episode(engine, model, harness, policy, episode=episode, seed=seed,
-                                 max_steps=job.max_steps, record=job.record, profile_name=job.profile)
-            emit("row", dataclasses.asdict(result))
-    finally:
-        engine.close(model)
+    for condition, fields in job.conditions:
+        perturbation = Perturbation(**fields)
+        try:
+            engine, model = open_engine(profile, harness, perturbation)
+        except Exception as exc:
+            fail(exc)
+            return
+        try:
+            if perturbation.is_nominal:
+                emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in engine.audit(model)])
+            for episode, seed in job.episodes:
+                result = run_episode(engine, model, harness, policy, episode=episode, seed=seed,
+                                     max_steps=job.max_steps, record=job.record and perturbation.is_nominal,
+                                     profile_name=job.profile, perturbation=perturbation)
+                emit("row", dataclasses.asdict(result) | {"condition": condition})
+        finally:
+            engine.close(model)
     emit("done", None)
 
 

@@ -1,0 +1,112 @@
+"""The transfer-risk profile: one predicted drop per family of real-world gap, an
+engine-disagreement component, an aggregate, and a verdict. Method and reasoning: docs/risk.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crosssim.perturb import FAMILIES
+
+# Verdict thresholds on the aggregate predicted drop (fraction of the reference return lost).
+LOW, HIGH = 0.15, 0.35
+# The harness check fails when the reference engine reaches less than this share of the
+# performance the card claims: a risk computed through a wrong card measures the card.
+HARNESS_MIN_RATIO = 0.5
+FAMILY_TEXT = {
+    "actuation": "actuation (motor strength, motor lag, torque limits)",
+    "timing": "timing and sensing (action latency, observation noise)",
+    "contact": "contact and inertia (friction, mass)",
+    "engine_disagreement": "engine disagreement (the physics engines disagree on this policy)",
+}
+
+
+def _matrix(df, engines, conditions, episodes) -> np.ndarray:
+    """returns[engine, condition, episode]; NaN where the episode failed (engine error)."""
+    out = np.full((len(engines), len(conditions), len(episodes)), np.nan)
+    ok = df[df.failure.isna()]
+    ei = {e: k for k, e in enumerate(engines)}
+    ci = {c: k for k, c in enumerate(conditions)}
+    pi = {p: k for k, p in enumerate(episodes)}
+    for e, c, p, r in zip(ok.engine, ok.condition, ok.episode, ok["return"]):
+        if c in ci:
+            out[ei[e], ci[c], pi[p]] = r
+    return out
+
+
+def _components(R: np.ndarray, ref: int, conditions: list[str]) -> dict[str, float]:
+    """Point estimates from returns[engine, condition, episode] (episode axis averaged)."""
+    mean = np.nanmean(R, axis=2)  # engine x condition
+    base = mean[ref, conditions.index("nominal")]
+    scale = max(abs(base), 1e-9)
+    drop = lambda v: float(np.clip((base - v) / scale, 0.0, 1.0))  # noqa: E731
+    out = {}
+    for fam in [*FAMILIES, "combined"]:
+        per_engine = [drop(mean[e, conditions.index(fam)]) for e in range(R.shape[0])
+                      if np.isfinite(mean[e, conditions.index(fam)])]
+        out[fam] = float(np.mean(per_engine)) if per_engine else float("nan")
+    others = [drop(mean[e, conditions.index("nominal")]) for e in range(R.shape[0]) if e != ref
+              and np.isfinite(mean[e, conditions.index("nominal")])]
+    out["engine_disagreement"] = float(np.mean(others)) if others else 0.0
+    out["aggregate"] = 1.0 - (1.0 - out["combined"]) * (1.0 - out["engine_disagreement"])
+    return out
+
+
+def verdict_for(drop: float) -> str:
+    if not np.isfinite(drop):
+        return "unknown"
+    return "low" if drop < LOW else "medium" if drop < HIGH else "high"
+
+
+def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000) -> dict:
+    """Profile from crossval rows (columns engine, condition, episode, return, failure)."""
+    engines = list(dict.fromkeys(df.engine))
+    conditions = ["nominal", *FAMILIES, "combined"]
+    episodes = sorted(set(df.episode))
+    R = _matrix(df, engines, conditions, episodes)
+    ref = engines.index(reference)
+    ref_nominal = R[ref, 0]
+    check = harness_check(ref_nominal, card, reference)
+    point = _components(R, ref, conditions)
+    # Paired bootstrap over episodes: the same resampled episodes in every engine and condition.
+    rng = np.random.default_rng(seed)
+    draws = {k: [] for k in point}
+    for _ in range(resamples):
+        idx = rng.integers(0, len(episodes), len(episodes))
+        for k, v in _components(R[:, :, idx], ref, conditions).items():
+            draws[k].append(v)
+    ci = {k: [float(np.nanquantile(v, 0.025)), float(np.nanquantile(v, 0.975))] for k, v in draws.items()}
+    components = {k: {"drop": point[k], "ci95": ci[k], "what": FAMILY_TEXT[k]}
+                  for k in [*FAMILIES, "engine_disagreement"]}
+    driver = max(components, key=lambda k: components[k]["drop"] if np.isfinite(components[k]["drop"]) else -1)
+    aggregate = {"drop": point["aggregate"], "ci95": ci["aggregate"], "combined_gaps_drop": point["combined"]}
+    if check["status"] == "mismatch":
+        verdict, message = "harness mismatch", check["message"]
+    else:
+        verdict = verdict_for(point["aggregate"])
+        message = (f"{verdict} risk: predicted drop {100 * point['aggregate']:.0f}% "
+                   f"[{100 * ci['aggregate'][0]:.0f}, {100 * ci['aggregate'][1]:.0f}]; "
+                   f"most fragile to {FAMILY_TEXT[driver]}")
+    return {"harness_check": check, "components": components, "aggregate": aggregate,
+            "verdict": verdict, "driver": driver, "message": message, "reference_engine": reference,
+            "thresholds": {"low_below": LOW, "high_from": HIGH, "harness_min_ratio": HARNESS_MIN_RATIO}}
+
+
+def harness_check(ref_returns: np.ndarray, card, reference: str) -> dict:
+    finite = ref_returns[np.isfinite(ref_returns)]
+    if finite.size == 0:
+        return {"status": "mismatch", "message": f"harness mismatch: every episode failed in the reference engine "
+                f"{reference}; check the card ({card.path})"}
+    mean = float(finite.mean())
+    if card.claimed_return is None:
+        return {"status": "skipped", "reference_return": mean,
+                "message": "the card claims no performance (claimed.return): harness check skipped"}
+    ratio = mean / card.claimed_return if card.claimed_return else float("nan")
+    if not ratio >= HARNESS_MIN_RATIO:
+        return {"status": "mismatch", "reference_return": mean, "claimed": card.claimed_return, "ratio": ratio,
+                "message": (f"harness mismatch: the policy reaches {mean:.1f} in its reference engine {reference}, "
+                            f"{100 * ratio:.0f}% of the {card.claimed_return:.1f} its card claims. Check the card: "
+                            "joint order, quaternion order (w,x,y,z), default pose, action scale, observation "
+                            "layout and normalisation, control period")}
+    return {"status": "ok", "reference_return": mean, "claimed": card.claimed_return, "ratio": ratio,
+            "message": f"reference engine reaches {100 * ratio:.0f}% of the claimed performance"}
