@@ -11,7 +11,7 @@ ARGS ?=
 export MUJOCO_GL ?= egl
 export WARP_CACHE_PATH ?= $(CURDIR)/.cache/warp
 
-.PHONY: venv crossval test test-fast policies bench clean-venv
+.PHONY: venv crossval test test-fast policies bench validate clean-venv
 
 venv: $(STAMP)
 
@@ -40,3 +40,7 @@ bench: $(STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+validate: $(STAMP)
+	$(PY) bench/train_population.py
+	$(PY) bench/validate_risk.py $(ARGS)

@@ -121,3 +121,25 @@ class ActuatorChain:
             self.applied = self.applied + self.alpha * (tau - self.applied)
             return self.applied.copy()
         return tau
+
+
+@dataclass(frozen=True)
+class RandomizationRanges:
+    """Domain-randomisation ranges for training (uniform draws per episode)."""
+
+    motor_strength: tuple[float, float] = (0.8, 1.2)
+    motor_lag: tuple[float, float] = (0.0, 0.02)
+    action_latency: tuple[int, int] = (0, 1)
+    obs_noise: tuple[float, float] = (0.0, 0.03)
+    friction_scale: tuple[float, float] = (0.5, 1.5)
+    mass_scale: tuple[float, float] = (0.85, 1.15)
+
+    def __call__(self, rng: np.random.Generator) -> Perturbation:
+        u = lambda r: float(rng.uniform(*r))  # noqa: E731
+        # Mass and friction rebuild the engine model: draw them on a coarse grid so that
+        # consecutive episodes often reuse one model.
+        coarse = lambda r: float(np.round(rng.uniform(*r), 1))  # noqa: E731
+        return Perturbation(motor_strength=u(self.motor_strength), motor_lag=u(self.motor_lag),
+                            action_latency=int(rng.integers(self.action_latency[0], self.action_latency[1] + 1)),
+                            obs_noise=u(self.obs_noise), friction_scale=coarse(self.friction_scale),
+                            mass_scale=coarse(self.mass_scale))

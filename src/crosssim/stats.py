@@ -26,3 +26,57 @@ def relative_drop(reference: float, value: float) -> float:
     if not np.isfinite(reference) or not np.isfinite(value) or reference == 0:
         return float("nan")
     return float((reference - value) / abs(reference))
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Average ranks (ties share the mean rank), 0-based."""
+    x = np.asarray(x, dtype=float)
+    order = np.argsort(x, kind="mergesort")
+    ranks = np.empty(x.size)
+    ranks[order] = np.arange(x.size)
+    for value in np.unique(x):
+        tied = x == value
+        if tied.sum() > 1:
+            ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def pearson(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.size < 2 or a.std() == 0 or b.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def spearman(a, b) -> float:
+    """Spearman rank correlation (Pearson of average ranks)."""
+    return pearson(_ranks(a), _ranks(b))
+
+
+def mmrv(score, truth) -> float:
+    """SIMPLER's mean maximum rank violation: mean over i of max over j of
+    |truth_i - truth_j| * [(score_i > score_j) != (truth_i > truth_j)]. 0 is perfect."""
+    s, r = np.asarray(score, float), np.asarray(truth, float)
+    violated = (s[:, None] > s[None, :]) != (r[:, None] > r[None, :])
+    return float(np.mean(np.max(np.abs(r[:, None] - r[None, :]) * violated, axis=1))) if s.size else float("nan")
+
+
+def wasserstein_1d(a, b) -> float:
+    """Earth mover's distance between two empirical 1-D distributions."""
+    a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
+    if a.size == 0 or b.size == 0:
+        return float("nan")
+    grid = np.sort(np.concatenate([a, b]))
+    cdf_a = np.searchsorted(a, grid[:-1], side="right") / a.size
+    cdf_b = np.searchsorted(b, grid[:-1], side="right") / b.size
+    return float(np.sum(np.abs(cdf_a - cdf_b) * np.diff(grid)))
+
+
+def ks_statistic(a, b) -> float:
+    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
+    a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
+    if a.size == 0 or b.size == 0:
+        return float("nan")
+    grid = np.concatenate([a, b])
+    return float(np.max(np.abs(np.searchsorted(a, grid, side="right") / a.size
+                               - np.searchsorted(b, grid, side="right") / b.size)))

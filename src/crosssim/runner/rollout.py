@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,9 +10,10 @@ import numpy as np
 
 from crosssim.actuation import Actuation
 from crosssim.card import Card
-from crosssim.engines.base import Engine, EngineProfile, check_finite, get_engine
+from crosssim.engines.base import Engine, EngineProfile, get_engine
 from crosssim.errors import CrossSimError, EngineFailure
-from crosssim.perturb import ActuatorChain, Perturbation
+from crosssim.perturb import Perturbation
+from crosssim.runner.stepper import ControlStepper
 from crosssim.policies.base import Policy
 from crosssim.scene import CanonicalModel, canonical_model, resolve_scene
 from crosssim.tasks.base import Task
@@ -37,7 +37,8 @@ class EpisodeResult:
 class Harness:
     """Everything engine-independent about one policy: task, scene, actuation, control timing."""
 
-    card: Card
+    card: Card | None
+    """None when built for a bare task (training), with gymnasium's motor semantics."""
     task: Task
     scene: Path
     canonical: CanonicalModel
@@ -69,6 +70,16 @@ class Harness:
                     f"{task.frame_skip} x {c.timestep} s = {period} s")
         return h
 
+    @classmethod
+    def for_task(cls, name: str) -> "Harness":
+        """A harness for a task with no card: the task's scene and gymnasium's motors."""
+        from crosssim.tasks import make_task
+
+        task = make_task(name)
+        scene = resolve_scene(task.scene)
+        c = canonical_model(scene)
+        return cls(None, task, scene, c, Actuation.motors(c))
+
     @property
     def max_torque(self) -> np.ndarray:
         """Largest torque each canonical joint's actuator can give [N m or N] (inf: unactuated)."""
@@ -98,51 +109,21 @@ def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, epis
     ``perturbation``'s harness-level parts act here; its model-level parts must already be in
     the engine's model (``open_engine(..., perturbation)``).
     """
-    task, act, c = harness.task, harness.actuation, harness.canonical
-    p = perturbation or Perturbation()
+    task, c = harness.task, harness.canonical
     name = profile_name or engine.name
     result = EpisodeResult(name, episode, seed)
-    rng = np.random.default_rng(seed)
-    noise = np.random.default_rng([seed, 1])  # its own stream: noise never shifts initial states
+    stepper = ControlStepper(engine, model, harness, perturbation, name=name)
     steps = max_steps or task.max_steps
-    dt = task.frame_skip * c.timestep
-    substeps = task.frame_skip * p.dt_divisor
-    chain = ActuatorChain(p, harness.max_torque, c.timestep / p.dt_divisor, c.joint_count)
-    per_substep = not act.constant_over_substeps or chain.stateful
-    pending = deque()
     traj: dict[str, list] = {"t": [], "base_z": [], "base_x": [], "qpos": []} if record else {}
     x_vel = []
     try:
-        state = engine.reset(model, task.initial_state(c, rng))
-        frame = engine.frame(model, state, contacts=task.needs_contacts)
+        frame = stepper.reset(task.initial_state(c, np.random.default_rng(seed)), [seed, 1])
         task_state = task.reset(frame)
         policy.reset()
-        for _ in range(p.action_latency):
-            pending.append(np.zeros(harness.action_size))
         for t in range(steps):
-            obs = task.observe(frame, task_state)
-            if p.obs_noise > 0:
-                obs = obs + noise.normal(0.0, p.obs_noise, obs.shape)
-            action = np.asarray(policy.act(obs), dtype=float)
-            if action.shape != (harness.action_size,):
-                raise CrossSimError(f"policy returned an action of shape {action.shape}, expected ({harness.action_size},)")
-            if not np.isfinite(action).all():
-                raise CrossSimError(f"policy returned a non-finite action at step {t}: {action}")
-            if harness.card.action.clip is not None:
-                action = np.clip(action, *harness.card.action.clip)
-            pending.append(action)
-            applied = pending.popleft()
-            target = act.target(applied)
-            if per_substep:
-                for _ in range(substeps):
-                    q, qd = engine.joint_state(model, state)
-                    engine.step(model, state, chain(act.torques(target, q, qd)), 1)
-            else:
-                q, qd = engine.joint_state(model, state)
-                engine.step(model, state, chain(act.torques(target, q, qd)), substeps)
-            after = engine.frame(model, state, contacts=task.needs_contacts)
-            check_finite(after, name)
-            step = task.step(frame, after, action, task_state, dt)
+            action = stepper.check_action(policy.act(stepper.observe(frame, task_state)), t)
+            after = stepper.step(action)
+            step = task.step(frame, after, action, task_state, stepper.control_dt)
             result.ret += step.reward
             result.length = t + 1
             x_vel.append(step.terms.get("x_velocity", np.nan))

@@ -1,0 +1,170 @@
+"""Does crosssim's risk profile predict transfer? (`make validate`)
+
+For every policy of the population (the RL Zoo agents in ../shared/fixtures and the project's
+own, bench/train_population.py), it runs crossval (profile) and the held-out realities
+(bench/realities.py: true drops), then reports, for each component against its own reality and
+the aggregate against the all-gaps reality: Spearman, Pearson and MMRV; the same for the
+baselines (reference-engine return alone, each single engine's drop, a random score) and for the
+ablation without cross-engine terms (sweeps in the reference engine only). The method has no
+fitted weights: nothing is tuned on these policies. Results are cached per policy in
+.cache/validation/; the table goes to docs/risk.md between the markers.
+
+    .venv/bin/python bench/validate_risk.py [--episodes 5] [--engines mujoco,pybullet] [--no-write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from realities import REALITIES, run_reality  # noqa: E402
+
+from crosssim.card import load_card  # noqa: E402
+from crosssim.perturb import FAMILIES  # noqa: E402
+from crosssim.policies import load_policy  # noqa: E402
+from crosssim.runner import CrossvalConfig, run_crossval  # noqa: E402
+from crosssim.runner.rollout import Harness  # noqa: E402
+from crosssim.stats import mmrv, pearson, spearman  # noqa: E402
+
+CACHE = ROOT / ".cache" / "validation"
+DOC = ROOT / "docs" / "risk.md"
+BEGIN, END = "<!-- validate:begin -->", "<!-- validate:end -->"
+
+
+def population_cards() -> list[Path]:
+    zoo = sorted((ROOT / "tests" / "cards" / "zoo").glob("*.yaml")) if (ROOT.parent / "shared" / "fixtures").is_dir() else []
+    own = sorted((ROOT / ".cache" / "population").glob("*/card.yaml"))
+    return zoo + own
+
+
+def _key(card: Path, engines, episodes) -> str:
+    c = load_card(card)
+    h = hashlib.sha256(card.read_bytes() + c.policy_file.read_bytes() + f"{engines}{episodes}".encode())
+    for f in (ROOT / "bench" / "realities.py", ROOT / "src" / "crosssim" / "perturb.py", ROOT / "src" / "crosssim" / "risk.py"):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def evaluate(card_path: Path, engines: tuple[str, ...], episodes: int) -> dict:
+    key = _key(card_path, engines, episodes)
+    cached = CACHE / f"{load_card(card_path).name}-{key}.json"
+    if cached.exists():
+        return json.loads(cached.read_text())
+    card = load_card(card_path)
+    out = CACHE / "runs" / card.name
+    summary = run_crossval(CrossvalConfig(policy=str(card_path), engines=engines, episodes=episodes,
+                                          out=str(out), risk=True, workers=2))
+    df = pd.read_parquet(out / "results.parquet")
+    means = df[df.failure.isna()].groupby(["engine", "condition"])["return"].mean()
+    harness = Harness.from_card(card)
+    policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
+    sim = summary["engines"][summary["reference_engine"]]["mean_return"]
+    truth = {}
+    for r in REALITIES:
+        real = float(np.mean(run_reality(harness, policy, r, episode_seeds=range(episodes))))
+        truth[r.family] = float(np.clip((sim - real) / max(abs(sim), 1e-9), 0.0, 1.0))
+    record = {"name": card.name, "task": card.task, "source": "zoo" if card.name.startswith("zoo-") else "own",
+              "reference": summary["reference_engine"], "sim_return": sim,
+              "risk": summary["risk"], "means": {f"{e}/{c}": float(v) for (e, c), v in means.items()},
+              "truth": truth}
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps(record, indent=1))
+    return record
+
+
+def _drop(base: float, value: float) -> float:
+    return float(np.clip((base - value) / max(abs(base), 1e-9), 0.0, 1.0))
+
+
+def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float]]:
+    """Scores per target family: the profile, the ablation and the baselines."""
+    ref, m = rec["reference"], rec["means"]
+    base = m[f"{ref}/nominal"]
+    comps = rec["risk"]["components"]
+    out: dict[str, dict[str, float]] = {}
+    for fam in [*FAMILIES, "all"]:
+        cond = "combined" if fam == "all" else fam
+        scores = {
+            "profile": rec["risk"]["aggregate"]["drop"] if fam == "all" else comps[fam]["drop"],
+            "ablation: sweeps in reference engine only": _drop(base, m.get(f"{ref}/{cond}", np.nan)),
+            "baseline: reference return (negated)": -base,
+        }
+        for e in engines:
+            if e != ref:
+                scores[f"baseline: {e} nominal drop"] = _drop(base, m.get(f"{e}/nominal", np.nan))
+        out[fam] = scores
+    return out
+
+
+def table(records: list[dict], engines: tuple[str, ...]) -> tuple[str, dict]:
+    preds = [predictors(r, engines) for r in records]
+    rng = np.random.default_rng(0)
+    lines, numbers = [], {}
+    lines.append(f"| target reality | predictor | Spearman | Pearson | MMRV |")
+    lines.append("|---|---|---|---|---|")
+    for fam in [*FAMILIES, "all"]:
+        truth = np.array([r["truth"][fam] for r in records])
+        names = list(preds[0][fam]) + ["baseline: random score"]
+        for name in names:
+            s = rng.uniform(size=len(records)) if name.endswith("random score") else np.array([p[fam][name] for p in preds])
+            row = (spearman(s, truth), pearson(s, truth), mmrv(s, truth))
+            numbers[f"{fam}/{name}"] = row
+            label = ("aggregate" if fam == "all" else f"{fam} component") if name == "profile" else name
+            lines.append(f"| {fam} | {label} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.3f} |")
+    fams = [*FAMILIES, "all"]
+    lines += ["", "Spearman between the realities' true drops (how differently they rank the policies):", "",
+              "| | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
+    for a in fams:
+        ta = [r["truth"][a] for r in records]
+        lines.append(f"| {a} | " + " | ".join(f"{spearman(ta, [r['truth'][b] for r in records]):.2f}" for b in fams) + " |")
+    return "\n".join(lines), numbers
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--episodes", type=int, default=5)
+    ap.add_argument("--engines", default="mujoco,pybullet")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    engines = tuple(args.engines.split(","))
+    cards = population_cards()
+    records = []
+    for k, card in enumerate(cards):
+        rec = evaluate(card, engines, args.episodes)
+        records.append(rec)
+        print(f"[{k + 1}/{len(cards)}] {rec['name']:<34} sim {rec['sim_return']:8.1f}  verdict {rec['risk']['verdict']:<8}"
+              f" aggregate {rec['risk']['aggregate']['drop']:.2f}  true(all) {rec['truth']['all']:.2f}", flush=True)
+    text, numbers = table(records, engines)
+    cmd = "make validate  (.venv/bin/python bench/validate_risk.py " + " ".join(sys.argv[1:]) + ")"
+    per_policy = ["", "| policy | verdict | " + " | ".join(f"{f} pred / true" for f in [*FAMILIES, "all"]) + " |",
+                  "|---|---|" + "---|" * (len(FAMILIES) + 1)]
+    for r in records:
+        comp = r["risk"]["components"]
+        cells = [f"{comp[f]['drop']:.2f} / {r['truth'][f]:.2f}" for f in FAMILIES]
+        cells.append(f"{r['risk']['aggregate']['drop']:.2f} / {r['truth']['all']:.2f}")
+        per_policy.append(f"| {r['name']} | {r['risk']['verdict']} | " + " | ".join(cells) + " |")
+    block = (f"{BEGIN}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: {len(records)} policies, "
+             f"{args.episodes} episodes per engine and condition, engines {', '.join(engines)}.\n\n{text}\n"
+             + "\n".join(per_policy) + f"\n{END}")
+    print(text)
+    out = ROOT / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "validate_risk.json").write_text(json.dumps({"records": records, "metrics": numbers}, indent=1))
+    if not args.no_write and DOC.exists():
+        doc = DOC.read_text()
+        if BEGIN in doc and END in doc:
+            DOC.write_text(doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):])
+
+
+if __name__ == "__main__":
+    main()
