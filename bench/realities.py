@@ -41,9 +41,9 @@ class Reality:
     """Fraction of the robot's mass bolted to the root body, 5 cm off its centre of mass."""
 
 
-ACTUATION = Reality("real-actuation", "actuation", free_speed=9.0, deadzone=0.12)
-TIMING = Reality("real-timing", "timing", obs_delay=1, obs_bias=0.04, start_lag=2)
-CONTACT = Reality("real-contact", "contact", solref_timeconst=0.05, friction=0.55, elliptic=True, payload=0.2)
+ACTUATION = Reality("real-actuation", "actuation", free_speed=14.0, deadzone=0.06)
+TIMING = Reality("real-timing", "timing", obs_delay=1, obs_bias=0.02, start_lag=1)
+CONTACT = Reality("real-contact", "contact", solref_timeconst=0.035, friction=0.6, elliptic=True, payload=0.12)
 ALL = replace(Reality("real-all", "all"), **{k: v for r in (ACTUATION, TIMING, CONTACT)
                                               for k, v in r.__dict__.items() if k not in ("name", "family")
                                               and v != getattr(Reality("", ""), k)})

@@ -65,6 +65,8 @@ def evaluate(card_path: Path, engines: tuple[str, ...], episodes: int) -> dict:
     summary = run_crossval(CrossvalConfig(policy=str(card_path), engines=engines, episodes=episodes,
                                           out=str(out), risk=True, workers=2))
     df = pd.read_parquet(out / "results.parquet")
+    if df.failure.notna().all():
+        raise SystemExit(f"{card.name}: every episode failed ({df.failure.iloc[0]}); not caching")
     means = df[df.failure.isna()].groupby(["engine", "condition"])["return"].mean()
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
