@@ -82,7 +82,7 @@ def cmd_crossval(args) -> int:
         policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
         episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
         trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
-        inline=args.inline, risk=args.risk,
+        inline=args.inline, risk=args.risk, report=args.report,
     )
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
@@ -91,6 +91,10 @@ def cmd_crossval(args) -> int:
     if "risk" in summary:
         print_risk(summary["risk"])
     print(f"\nresults: {summary['out']}/results.parquet  summary: {summary['out']}/summary.json")
+    if summary.get("report"):
+        print(f"report: {summary['report']}")
+    elif summary.get("report_error"):
+        print(f"report not written: {summary['report_error']}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -119,6 +123,13 @@ def cmd_audit(args) -> int:
             eng = "n/a" if r.engine is None else f"{r.engine:.6g}"
             print(f"  {r.quantity:<20}{r.item[:23]:<24}{r.canonical:>12.6g}{eng:>12}  {r.status}"
                   + (f"  ({r.note})" if r.note and r.status != "ok" else ""))
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from crosssim.report import write_report
+
+    print(f"report: {write_report(args.dir, filmstrips=not args.no_filmstrips)}")
     return EXIT_OK
 
 
@@ -161,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--episode-timeout", type=float, default=600.0, help=h("episode_timeout"))
     c.add_argument("--inline", action="store_true", help=h("inline"))
     c.add_argument("--no-risk", dest="risk", action="store_false", help="nominal runs only: no sweeps, no risk profile")
+    c.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.set_defaults(func=cmd_crossval)
     a = sub.add_parser("audit", help="model parameters read back from each engine vs the canonical model")
@@ -168,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--engines", default="mujoco,pybullet")
     a.add_argument("--all", action="store_true", help="print matching rows too")
     a.set_defaults(func=cmd_audit)
+    r = sub.add_parser("report", help="(re)generate report.html from a run folder")
+    r.add_argument("dir", help="a crossval output folder (holding summary.json)")
+    r.add_argument("--no-filmstrips", action="store_true", help="skip rendering frames")
+    r.set_defaults(func=cmd_report)
     sub.add_parser("engines", help="list engines and whether they run here").set_defaults(func=cmd_engines)
     sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
     return p

@@ -45,8 +45,10 @@ class CrossvalConfig:
     """Seconds without a finished episode before an engine worker is declared hung [s]."""
     inline: bool = False
     """Run engines in this process (no isolation; for debugging and library use)."""
-    record: bool = False
-    """Keep per-step trajectories of each episode (for reports)."""
+    record: bool = True
+    """Keep the per-step trajectory of the first nominal episode in each engine (report overlays)."""
+    report: bool = True
+    """Write report.html beside the results."""
     risk: bool = True
     """Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md)."""
 
@@ -137,6 +139,13 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
 
         summary["risk"] = risk_profile(df, card, reference=summary["reference_engine"], seed=config.seed)
     write_atomic(out / "summary.json", lambda p: Path(p).write_text(json.dumps(summary, indent=1, default=_json_default)))
+    if config.report:
+        from crosssim.report import write_report
+
+        try:
+            summary["report"] = str(write_report(out))
+        except Exception as exc:  # the numbers are written already; a report failure must not hide them
+            summary["report_error"] = f"{type(exc).__name__}: {exc}"
     summary["out"] = str(out)
     return summary
 
@@ -159,7 +168,8 @@ def _json_default(x):
 
 def write_atomic(path: Path, write) -> None:
     """Write through a temporary file in the same folder, then rename: never a half file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    # Same suffix as the target: some writers (numpy's savez) append theirs otherwise.
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
     try:
         write(tmp)
         os.replace(tmp, path)

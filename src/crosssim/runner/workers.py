@@ -75,7 +75,8 @@ def execute_job(job: EngineJob, emit) -> None:
                 emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in engine.audit(model)])
             for episode, seed in job.episodes:
                 result = run_episode(engine, model, harness, policy, episode=episode, seed=seed,
-                                     max_steps=job.max_steps, record=job.record and perturbation.is_nominal,
+                                     max_steps=job.max_steps,
+                                     record=job.record and perturbation.is_nominal and episode == job.episodes[0][0],
                                      profile_name=job.profile, perturbation=perturbation)
                 emit("row", dataclasses.asdict(result) | {"condition": condition})
         finally:

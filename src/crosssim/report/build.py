@@ -1,0 +1,86 @@
+"""Assemble the report: data -> figures -> Jinja2 (autoescape on) -> one self-contained file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+from pathlib import Path
+
+import numpy as np
+
+from crosssim.report import plots
+from crosssim.report.data import load_run
+
+
+def _versions(engines) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in ["crosssim", "numpy", "mujoco", "pybullet", "newton", "warp-lang", "torch", "onnxruntime", "gymnasium"]:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _context(run, *, filmstrips: bool) -> dict:
+    from crosssim.scene import canonical_model
+
+    s = run.summary
+    engines = list(s["engines"])
+    conditions = list(dict.fromkeys(run.rows.condition))
+    scene = None
+    try:
+        from crosssim.card import load_card
+        from crosssim.runner.rollout import Harness
+
+        harness = Harness.from_card(load_card(s["card"]))
+        scene = harness.scene
+        c = canonical_model(scene)
+        qpos_index = c.joint_qposadr[c.actuator_joint]
+        joint_names = [c.joint_names[j] for j in c.actuator_joint[:3]]
+    except Exception:  # the card moved: the report still shows the stored numbers
+        c, qpos_index, joint_names = None, np.arange(0), []
+    figures = {"returns": plots.return_distributions(run.rows, engines)}
+    if len(conditions) > 1:
+        figures["sweep"] = plots.sweep_bars(run.rows, engines, conditions)
+    if run.trajectories:
+        series = [("base height", "m", lambda tr: tr["base_z"]), ("base x", "m", lambda tr: tr["base_x"])]
+        for name, idx in zip(joint_names, qpos_index[:3]):
+            series.append((name, "rad", lambda tr, i=idx: tr["qpos"][:, i]))
+        figures["overlay"] = plots.overlays(run.trajectories, engines, series)
+        div = plots.divergence(run.trajectories, engines, s["reference_engine"], qpos_index)
+        if div:
+            figures["divergence"] = div
+    strips, strip_error = {}, None
+    if filmstrips and scene is not None and run.trajectories:
+        from crosssim.report.filmstrip import render_filmstrips
+
+        strips, strip_error = render_filmstrips(scene, run.trajectories)
+    audit = {e: [r for r in rows] for e, rows in run.audit.items()}
+    return dict(
+        s=s, engines=engines, risk=s.get("risk"), figures=figures, strips=strips, strip_error=strip_error,
+        audit=audit, versions=_versions(engines), machine=f"{platform.node()} ({platform.machine()}, {platform.system()})",
+        generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        pct=lambda x: "—" if x is None or not np.isfinite(x) else f"{100 * x:.0f} %",
+        num=lambda x, d=1: "—" if x is None or not np.isfinite(x) else f"{x:.{d}f}",
+    )
+
+
+def write_report(out: Path, *, filmstrips: bool = True) -> Path:
+    """Render ``out/report.html`` from the stored results; atomic (a failed render keeps the old one)."""
+    import jinja2
+
+    from crosssim.runner.crossval import write_atomic
+
+    run = load_run(Path(out))
+    env = jinja2.Environment(loader=jinja2.PackageLoader("crosssim.report", "templates"),
+                             autoescape=jinja2.select_autoescape(default=True, default_for_string=True))
+    page = env.get_template("report.html.j2").render(**_context(run, filmstrips=filmstrips))
+    path = Path(out) / "report.html"
+    write_atomic(path, lambda p: Path(p).write_text(page, encoding="utf-8"))
+    return path
+
+
+__all__ = ["write_report"]

@@ -1,0 +1,43 @@
+"""Read a run folder into display-only data (no computation happens in the template)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from crosssim.errors import CrossSimError
+
+
+@dataclass
+class RunData:
+    out: Path
+    summary: dict
+    rows: "object"  # pandas DataFrame
+    audit: dict
+    trajectories: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    """engine -> {t, base_z, base_x, qpos} of the first nominal episode."""
+
+
+def load_run(out: Path) -> RunData:
+    import pandas as pd
+
+    out = Path(out)
+    summary_path = out / "summary.json"
+    if not summary_path.is_file():
+        raise CrossSimError(f"{out}: no summary.json here; run `crosssim crossval --out {out}` first")
+    try:
+        summary = json.loads(summary_path.read_text())
+        rows = pd.read_parquet(out / "results.parquet")
+    except (OSError, ValueError) as exc:
+        raise CrossSimError(f"{out}: cannot read the stored results ({exc}); rerun crossval") from None
+    audit = json.loads((out / "audit.json").read_text()) if (out / "audit.json").is_file() else {}
+    trajectories: dict[str, dict[str, np.ndarray]] = {}
+    if (out / "trajectories.npz").is_file():
+        with np.load(out / "trajectories.npz") as data:
+            for key in data.files:
+                engine, _episode, name = key.rsplit("/", 2)
+                trajectories.setdefault(engine, {})[name] = data[key]
+    return RunData(out, summary, rows, audit, trajectories)
