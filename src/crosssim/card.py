@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from crosssim.errors import CardError
+from crosssim.text import printable
 
 FORMATS = ("sb3", "torchscript", "onnx", "callable")
 ACTION_MODES = ("motor", "pd")
@@ -126,7 +127,7 @@ def load_card(path: str | Path) -> Card:
     if version != 1:
         raise CardError(f"{where}: field 'card_version' is {version!r}; this crosssim reads version 1")
     base = where.parent
-    name = str(_get(raw, "name", str, where, default=base.name))
+    name = printable(str(_get(raw, "name", str, where, default=base.name)))
     task = _get(raw, "task", str, where, required=True)
     from crosssim.tasks import registered_tasks
 

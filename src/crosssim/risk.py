@@ -84,9 +84,11 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
         verdict, message = "harness mismatch", check["message"]
     else:
         verdict = verdict_for(point["aggregate"])
+        worst = components[driver]["drop"]
+        cause = (f"most fragile to {FAMILY_TEXT[driver]}" if np.isfinite(worst) and worst >= LOW
+                 else "no single gap stands out")
         message = (f"{verdict} risk: predicted drop {100 * point['aggregate']:.0f}% "
-                   f"[{100 * ci['aggregate'][0]:.0f}, {100 * ci['aggregate'][1]:.0f}]; "
-                   f"most fragile to {FAMILY_TEXT[driver]}")
+                   f"[{100 * ci['aggregate'][0]:.0f}, {100 * ci['aggregate'][1]:.0f}]; {cause}")
     return {"harness_check": check, "components": components, "aggregate": aggregate,
             "verdict": verdict, "driver": driver, "message": message, "reference_engine": reference,
             "thresholds": {"low_below": LOW, "high_from": HIGH, "harness_min_ratio": HARNESS_MIN_RATIO}}

@@ -14,6 +14,7 @@ import numpy as np
 
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
+from crosssim.text import slug
 from crosssim.runner.workers import EngineJob, run_jobs
 from crosssim.stats import bootstrap_ci, relative_drop
 
@@ -63,7 +64,7 @@ def _file_hash(path: Path) -> str:
 
 def default_out(card: Card) -> Path:
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("reports") / card.name / stamp
+    return Path("reports") / slug(card.name) / stamp
 
 
 def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
