@@ -133,6 +133,60 @@ def cmd_report(args) -> int:
     return EXIT_OK
 
 
+def cmd_gate(args) -> int:
+    import json
+    import os
+    from pathlib import Path
+
+    from crosssim import gate
+    from crosssim.runner import CrossvalConfig, run_crossval
+
+    config = gate.GateConfig.load(Path(args.config) if args.config else None)
+    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+
+    def evaluate(policy: str, out: str | None) -> dict:
+        # Never trust code from the evaluated files: the gate runs on pull requests.
+        return run_crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
+                                           out=out, trust_policy_code=False), progress=None)
+
+    if args.run:
+        summary = json.loads((Path(args.run) / "summary.json").read_text())
+    elif args.policy:
+        summary = evaluate(args.policy, args.out)
+    else:
+        raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
+    baseline = None
+    if args.baseline:
+        baseline = json.loads((Path(args.baseline) / "summary.json").read_text())
+    elif args.baseline_ref:
+        from crosssim.gitutil import card_at_ref
+
+        old = card_at_ref(Path(summary["card"]), args.baseline_ref)
+        if old is None:
+            print(f"baseline: {summary['card']} does not exist at {args.baseline_ref} (new policy): no regression check",
+                  file=sys.stderr)
+        else:
+            baseline = evaluate(str(old), str(Path(summary["out"]) / "baseline") if summary.get("out") else None)
+    decision = gate.decide(summary, config, baseline)
+    md = gate.markdown(summary, decision)
+    print(md)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    for target in filter(None, [args.summary, step_summary]):
+        with open(target, "a", encoding="utf-8") as f:
+            f.write(md)
+    if args.junit:
+        Path(args.junit).write_text(gate.junit(summary, decision), encoding="utf-8")
+    return decision.exit_code(config)
+
+
+def cmd_changed(args) -> int:
+    from crosssim.gitutil import changed_policies
+
+    for card in changed_policies(args.base, under=args.under):
+        print(card)
+    return EXIT_OK
+
+
 def cmd_engines(args) -> int:
     from crosssim.engines.availability import engine_statuses
 
@@ -184,6 +238,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("dir", help="a crossval output folder (holding summary.json)")
     r.add_argument("--no-filmstrips", action="store_true", help="skip rendering frames")
     r.set_defaults(func=cmd_report)
+    g = sub.add_parser("gate", help="PASS / WARN / FAIL for CI (exit 0 pass, 1 error, 2 fail, 3 warn if asked)")
+    g.add_argument("--run", help="an existing crossval output folder")
+    g.add_argument("--policy", help="policy card to evaluate now (never trusted: no code from it runs)")
+    g.add_argument("--baseline", help="crossval output folder of the baseline (the policy on the target branch)")
+    g.add_argument("--baseline-ref", help="git ref: evaluate the same card path as it is at this ref, same seeds")
+    g.add_argument("--engines", default="mujoco,pybullet")
+    g.add_argument("--episodes", type=int, default=10)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", default=None, help="output folder for --policy")
+    g.add_argument("--config", default=None, help="crosssim.toml or pyproject.toml with the thresholds")
+    g.add_argument("--junit", default=None, help="write JUnit XML here")
+    g.add_argument("--summary", default=None, help="append the Markdown summary here (also $GITHUB_STEP_SUMMARY)")
+    g.set_defaults(func=cmd_gate)
+    ch = sub.add_parser("changed-policies", help="policy cards whose folder a change touches")
+    ch.add_argument("--base", required=True, help="git ref to compare with (e.g. origin/main)")
+    ch.add_argument("--under", default="policies", help="folder holding policies")
+    ch.set_defaults(func=cmd_changed)
     sub.add_parser("engines", help="list engines and whether they run here").set_defaults(func=cmd_engines)
     sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
     return p

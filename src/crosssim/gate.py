@@ -1,0 +1,184 @@
+"""The CI gate: a pure function of results, thresholds and an optional baseline run.
+
+``decide`` is tested from a table (tests/test_gate.py). Exit codes are named constants.
+Thresholds come from ``[tool.crosssim.gate]`` in pyproject.toml or ``[gate]`` in crosssim.toml.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from crosssim.errors import CrossSimError
+from crosssim.text import printable
+
+EXIT_PASS, EXIT_ERROR, EXIT_FAIL, EXIT_WARN = 0, 1, 2, 3
+PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Thresholds; drops and risks are fractions of the reference engine's return."""
+
+    max_risk: float = 0.5
+    """FAIL when the aggregate predicted drop exceeds this."""
+    warn_risk: float = 0.35
+    """WARN when the aggregate predicted drop exceeds this."""
+    max_engine_drop: float = 0.5
+    """WARN when any engine's nominal drop from the reference exceeds this."""
+    min_reference_return: float | None = None
+    """FAIL when the reference engine's mean return is below this (absolute)."""
+    max_regression: float = 0.10
+    """FAIL when the reference return falls more than this below the baseline's."""
+    max_risk_increase: float = 0.10
+    """WARN when the aggregate risk rises more than this above the baseline's."""
+    warnings_fail: bool = False
+    """Exit 3 on WARN (otherwise WARN exits 0)."""
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> "GateConfig":
+        """From ``path`` (crosssim.toml or pyproject.toml), else ./crosssim.toml, else ./pyproject.toml."""
+        candidates = [Path(path)] if path else [Path("crosssim.toml"), Path("pyproject.toml")]
+        for p in candidates:
+            if not p.is_file():
+                if path:
+                    raise CrossSimError(f"gate config {p} not found")
+                continue
+            try:
+                data = tomllib.loads(p.read_text())
+            except tomllib.TOMLDecodeError as exc:
+                raise CrossSimError(f"{p}: not valid TOML ({exc})") from None
+            table = data.get("tool", {}).get("crosssim", {}).get("gate") if p.name == "pyproject.toml" else data.get("gate")
+            if table is None:
+                continue
+            known = {f.name: f for f in fields(cls)}
+            for key, value in table.items():
+                if key not in known:
+                    raise CrossSimError(f"{p}: unknown gate setting {key!r}; known: {sorted(known)}")
+                if key == "warnings_fail" and not isinstance(value, bool) or key != "warnings_fail" and not (
+                        isinstance(value, (int, float)) and not isinstance(value, bool)):
+                    raise CrossSimError(f"{p}: gate setting {key!r} has the wrong type ({value!r})")
+            return cls(**table)
+        return cls()
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    message: str
+    engine: str | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: str
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+
+    def exit_code(self, config: GateConfig) -> int:
+        if self.status == FAIL:
+            return EXIT_FAIL
+        if self.status == WARN and config.warnings_fail:
+            return EXIT_WARN
+        return EXIT_PASS
+
+
+def _finite(x) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def decide(summary: dict, config: GateConfig, baseline: dict | None = None) -> Decision:
+    """PASS / WARN / FAIL from one run's summary (and the baseline's, if given). Pure."""
+    checks: list[Check] = []
+    ref = summary["reference_engine"]
+    engines = summary["engines"]
+    ref_return = engines[ref]["mean_return"]
+    risk = summary.get("risk")
+    for e, s in engines.items():
+        if s.get("error") or (s["failed"] and s["failed"] == s["episodes"]):
+            checks.append(Check("engine ran", WARN if e != ref else FAIL, f"{e}: {s.get('error') or 'every episode failed'}", e))
+    if not _finite(ref_return):
+        checks.append(Check("reference performance", FAIL, f"no finite return in the reference engine {ref}", ref))
+    elif config.min_reference_return is not None and ref_return < config.min_reference_return:
+        checks.append(Check("reference performance", FAIL,
+                            f"{ref} mean return {ref_return:.1f} < minimum {config.min_reference_return:.1f}", ref))
+    else:
+        checks.append(Check("reference performance", PASS, f"{ref} mean return {ref_return:.1f}", ref))
+    if risk is not None:
+        if risk["verdict"] == "harness mismatch":
+            checks.append(Check("harness check", FAIL, risk["message"]))
+        agg = risk["aggregate"]["drop"]
+        if not _finite(agg):
+            checks.append(Check("transfer risk", WARN, "aggregate risk could not be computed"))
+        elif agg > config.max_risk:
+            checks.append(Check("transfer risk", FAIL, f"aggregate risk {agg:.2f} > {config.max_risk:.2f}: {risk['message']}"))
+        elif agg > config.warn_risk:
+            checks.append(Check("transfer risk", WARN, f"aggregate risk {agg:.2f} > {config.warn_risk:.2f}: {risk['message']}"))
+        else:
+            checks.append(Check("transfer risk", PASS, f"aggregate risk {agg:.2f}"))
+    for e, s in engines.items():
+        if e == ref:
+            continue
+        d = s.get("drop_vs_reference")
+        if _finite(d) and d > config.max_engine_drop:
+            checks.append(Check("engine agreement", WARN, f"{e} loses {100 * d:.0f}% of the reference return", e))
+        elif _finite(d):
+            checks.append(Check("engine agreement", PASS, f"{e} drop {100 * d:.0f}%", e))
+    if baseline is not None:
+        base_return = baseline["engines"].get(ref, {}).get("mean_return")
+        if _finite(base_return) and _finite(ref_return):
+            regression = (base_return - ref_return) / max(abs(base_return), 1e-9)
+            status = FAIL if regression > config.max_regression else PASS
+            checks.append(Check("regression vs baseline", status,
+                                f"reference return {ref_return:.1f} vs baseline {base_return:.1f} ({-100 * regression:+.1f}%)", ref))
+        base_risk = (baseline.get("risk") or {}).get("aggregate", {}).get("drop")
+        if risk is not None and _finite(base_risk) and _finite(risk["aggregate"]["drop"]):
+            rise = risk["aggregate"]["drop"] - base_risk
+            checks.append(Check("risk vs baseline", WARN if rise > config.max_risk_increase else PASS,
+                                f"aggregate risk {risk['aggregate']['drop']:.2f} vs baseline {base_risk:.2f} ({rise:+.2f})"))
+    worst = FAIL if any(c.status == FAIL for c in checks) else WARN if any(c.status == WARN for c in checks) else PASS
+    return Decision(worst, tuple(checks))
+
+
+def markdown(summary: dict, decision: Decision) -> str:
+    icon = {PASS: "✅", WARN: "⚠️", FAIL: "❌"}
+    lines = [f"## {icon[decision.status]} crosssim gate: {decision.status} — `{printable(summary['policy'])}`", ""]
+    risk = summary.get("risk")
+    if risk:
+        lines += [f"**{risk['verdict'].upper()}** — {printable(risk['message'])}", ""]
+    lines += ["| engine | mean return | drop vs reference | failed |", "|---|---|---|---|"]
+    for e, s in summary["engines"].items():
+        drop = "reference" if e == summary["reference_engine"] else f"{100 * s['drop_vs_reference']:.0f}%" if _finite(s["drop_vs_reference"]) else "—"
+        lines.append(f"| {e} | {s['mean_return']:.1f} | {drop} | {s['failed']} |")
+    lines += ["", "| check | status | detail |", "|---|---|---|"]
+    for c in decision.checks:
+        detail = printable(c.message).replace("|", "\\|")
+        lines.append(f"| {c.name} | {icon[c.status]} {c.status} | {detail} |")
+    return "\n".join(lines) + "\n"
+
+
+def junit(summary: dict, decision: Decision) -> str:
+    """JUnit XML: one test case per policy x engine (engine-level checks), plus run-level checks."""
+    policy = printable(summary["policy"])
+    cases = []
+    for e in summary["engines"]:
+        mine = [c for c in decision.checks if c.engine == e]
+        cases.append((e, mine))
+    cases.append(("run", [c for c in decision.checks if c.engine is None]))
+    failures = sum(1 for _, cs in cases if any(c.status == FAIL for c in cs))
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuite name={quoteattr("crosssim gate " + policy)} tests="{len(cases)}" failures="{failures}">']
+    for name, cs in cases:
+        out.append(f'  <testcase classname={quoteattr(policy)} name={quoteattr(name)}>')
+        bad = [c for c in cs if c.status == FAIL]
+        if bad:
+            msg = "; ".join(printable(c.message) for c in bad)
+            out.append(f"    <failure message={quoteattr(msg)}>{escape(msg)}</failure>")
+        text = "\n".join(f"{c.status} {c.name}: {printable(c.message)}" for c in cs)
+        out.append(f"    <system-out>{escape(text)}</system-out>")
+        out.append("  </testcase>")
+    out.append("</testsuite>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,141 @@
+"""The gate: a pure decision tested from a table, its outputs, and the whole PR flow in a temp repo."""
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from crosssim.gate import EXIT_FAIL, EXIT_PASS, EXIT_WARN, FAIL, PASS, WARN, GateConfig, decide, junit, markdown
+from crosssim.errors import CrossSimError
+
+
+def _summary(ref_return=1000.0, other_drop=0.1, risk=0.1, verdict=None, failed=0, error=None):
+    engines = {
+        "mujoco": {"mean_return": ref_return, "drop_vs_reference": 0.0, "failed": 0, "episodes": 5, "error": None},
+        "pybullet": {"mean_return": ref_return * (1 - other_drop), "drop_vs_reference": other_drop,
+                     "failed": failed, "episodes": 5, "error": error},
+    }
+    v = verdict or ("low" if risk < 0.15 else "medium" if risk < 0.35 else "high")
+    return {"policy": "p", "reference_engine": "mujoco", "engines": engines,
+            "risk": {"verdict": v, "message": f"{v} risk", "aggregate": {"drop": risk}}}
+
+
+CFG = GateConfig()
+CASES = [
+    # (name, summary, baseline, expected status)
+    ("all good", _summary(), None, PASS),
+    ("risk above warn", _summary(risk=0.4), None, WARN),
+    ("risk above max", _summary(risk=0.6), None, FAIL),
+    ("harness mismatch", _summary(verdict="harness mismatch"), None, FAIL),
+    ("engines disagree", _summary(other_drop=0.7), None, WARN),
+    ("other engine crashed", _summary(failed=5, error="pybullet: killed by signal SIGSEGV"), None, WARN),
+    ("regression vs baseline", _summary(ref_return=850.0), _summary(ref_return=1000.0), FAIL),
+    ("small regression tolerated", _summary(ref_return=950.0), _summary(ref_return=1000.0), PASS),
+    ("better than baseline", _summary(ref_return=1200.0), _summary(ref_return=1000.0), PASS),
+    ("risk rose vs baseline", _summary(risk=0.3), _summary(risk=0.1), WARN),
+    ("no finite reference return", _summary(ref_return=float("nan")), None, FAIL),
+]
+
+
+@pytest.mark.parametrize("name,summary,baseline,expected", CASES, ids=[c[0] for c in CASES])
+def test_decision_table(name, summary, baseline, expected):
+    assert decide(summary, CFG, baseline).status == expected
+
+
+def test_min_reference_return_and_exit_codes():
+    cfg = GateConfig(min_reference_return=2000.0)
+    assert decide(_summary(), cfg).status == FAIL
+    assert decide(_summary(), cfg).exit_code(cfg) == EXIT_FAIL
+    warn = decide(_summary(risk=0.4), CFG)
+    assert warn.exit_code(CFG) == EXIT_PASS
+    assert warn.exit_code(GateConfig(warnings_fail=True)) == EXIT_WARN
+
+
+def test_outputs_escape_hostile_text():
+    s = _summary()
+    s["policy"] = '<b>"x"</b>\x1b[31m'
+    d = decide(s, CFG)
+    root = ET.fromstring(junit(s, d))  # parses: valid XML despite the control character
+    assert [tc.get("name") for tc in root.iter("testcase")] == ["mujoco", "pybullet", "run"]
+    assert "\x1b" not in markdown(s, d)
+
+
+def test_config_from_toml(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.crosssim.gate]\nmax_risk = 0.7\nwarnings_fail = true\n")
+    cfg = GateConfig.load(tmp_path / "pyproject.toml")
+    assert cfg.max_risk == 0.7 and cfg.warnings_fail
+    (tmp_path / "crosssim.toml").write_text("[gate]\nmax_rsk = 0.7\n")
+    with pytest.raises(CrossSimError, match="unknown gate setting 'max_rsk'"):
+        GateConfig.load(tmp_path / "crosssim.toml")
+
+
+POLICY = ROOT / "policies" / "hopper-ppo-mujoco"
+
+
+def _git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def _degrade(model_zip: Path, noise: float = 0.5):
+    import torch
+
+    with zipfile.ZipFile(model_zip) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    state = torch.load(io.BytesIO(members["policy.pth"]), weights_only=True)
+    gen = torch.Generator().manual_seed(0)
+    noisy = {k: v + noise * torch.randn(v.shape, generator=gen) * v.std() if v.dtype.is_floating_point and v.numel() > 1
+             else v for k, v in state.items()}
+    buf = io.BytesIO()
+    torch.save(noisy, buf)
+    members["policy.pth"] = buf.getvalue()
+    with zipfile.ZipFile(model_zip, "w") as zf:
+        for n, data in members.items():
+            zf.writestr(n, data)
+
+
+@pytest.mark.skipif(not (POLICY / "model.zip").exists(), reason="policies/hopper-ppo-mujoco not trained (make policies)")
+def test_pull_request_flow(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "policies").mkdir(parents=True)
+    shutil.copytree(POLICY, repo / "policies" / "hopper")
+    (repo / "crosssim.toml").write_text("[gate]\nmax_risk = 1.0\nwarn_risk = 1.0\nmax_engine_drop = 1.0\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "good policy")
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md")}
+
+    def crosssim(*args):
+        return subprocess.run([sys.executable, "-m", "crosssim.cli", *args], cwd=repo, capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    def gate(branch):
+        changed = crosssim("changed-policies", "--base", "main")
+        assert changed.returncode == 0, changed.stderr
+        assert changed.stdout.split() == [str(repo / "policies" / "hopper" / "card.yaml")]
+        return crosssim("gate", "--policy", "policies/hopper/card.yaml", "--baseline-ref", "main", "--engines", "mujoco",
+                        "--episodes", "3", "--out", str(tmp_path / branch), "--config", "crosssim.toml",
+                        "--junit", str(tmp_path / f"{branch}.xml"))
+
+    _git(repo, "checkout", "-q", "-b", "degraded")
+    _degrade(repo / "policies" / "hopper" / "model.zip")
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "degraded policy")
+    bad = gate("degraded")
+    assert bad.returncode == EXIT_FAIL, bad.stdout + bad.stderr
+    assert "regression vs baseline" in bad.stdout and "FAIL" in bad.stdout
+    assert ET.parse(tmp_path / "degraded.xml").getroot().get("failures") == "1"
+
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "checkout", "-q", "-b", "same")
+    card = repo / "policies" / "hopper" / "card.yaml"
+    card.write_text(card.read_text() + "# reviewed\n")  # an equally good policy: same weights, touched card
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "touch card")
+    good = gate("same")
+    assert good.returncode == EXIT_PASS, good.stdout + good.stderr
+    assert "crosssim gate: PASS" in (tmp_path / "step-summary.md").read_text()
