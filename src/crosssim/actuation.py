@@ -42,6 +42,9 @@ class Actuation:
     """Default joint positions [rad] the PD target is relative to (pd)."""
     torque_limit: np.ndarray | None = None
     """Symmetric torque clip [N m] per action component, or None."""
+    target_low: np.ndarray | None = None
+    """Lower clip of PD targets [rad] (position actuators' ctrl range), or None."""
+    target_high: np.ndarray | None = None
 
     @property
     def constant_over_substeps(self) -> bool:
@@ -58,7 +61,10 @@ class Actuation:
         """What the action means for this law: clipped ctrl (motor) or joint targets (pd)."""
         if self.mode == "motor":
             return np.clip(action, self.ctrl_low, self.ctrl_high)
-        return self.scale * action + self.default_pos
+        target = self.scale * action + self.default_pos
+        if self.target_low is not None:
+            target = np.clip(target, self.target_low, self.target_high)
+        return target
 
     def torques(self, target: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
         """Joint torques, one per canonical joint (zero on unactuated joints)."""

@@ -17,7 +17,7 @@ from crosssim.errors import CardError
 from crosssim.text import printable
 
 FORMATS = ("sb3", "torchscript", "onnx", "callable")
-ACTION_MODES = ("motor", "pd")
+ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
 
 
@@ -30,15 +30,27 @@ class Normalization:
 
 
 @dataclass(frozen=True)
+class ObservationSpec:
+    terms: tuple = ()
+    """TermSpec tuple; empty: the task's own observation (gymnasium layout)."""
+    history: int = 1
+    layout: str = "frame_major"
+    quaternion_order: str = "wxyz"
+
+
+@dataclass(frozen=True)
 class ActionSpec:
     mode: str = "motor"
-    """'motor': torque = gear x clip(action); 'pd': target = scale x action + default_pos."""
+    """'motor': torque = gear x clip(action); 'pd': target = scale x action + default_pos with the
+    card's kp/kd at physics rate; 'position': ctrl = scale x action + default_pos sent to the
+    model's position actuators (their kp/kv and force range), set once per control step."""
     clip: tuple[float, float] | None = None
     """Clip the raw action to [lo, hi] before mapping."""
     scale: float | list[float] = 1.0
     kp: list[float] | None = None
     kd: list[float] | None = None
-    default_pos: list[float] | None = None
+    default_pos: list[float] | str | None = None
+    """Default joint angles [rad] in policy joint order, or "keyframe:<name>" (its joint angles)."""
     torque_limit: list[float] | None = None
 
 
@@ -61,6 +73,12 @@ class Card:
     trained_in: str | None = None
     validated_in: tuple[str, ...] = ()
     claimed_return: float | None = None
+    claimed: dict = field(default_factory=dict)
+    """Claimed performance: return, x_velocity [m/s], survival (fraction of full episodes)."""
+    joints: tuple[str, ...] = ()
+    """Policy joint order (action and joint terms) by joint name; empty: the model's actuator order."""
+    observation: ObservationSpec = field(default_factory=ObservationSpec)
+    task_options: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -181,7 +199,14 @@ def load_card(path: str | Path) -> Card:
     if clip is not None:
         clip = tuple(_floats(clip, where, "action.clip", 2))
     optional = {k: (_floats(act[k], where, f"action.{k}") if act.get(k) is not None else None)
-                for k in ("kp", "kd", "default_pos", "torque_limit")}
+                for k in ("kp", "kd", "torque_limit")}
+    default_pos = act.get("default_pos")
+    if isinstance(default_pos, str):
+        if not default_pos.startswith("keyframe:"):
+            raise CardError(f"{where}: field 'action.default_pos' must be a list of angles or 'keyframe:<name>'")
+        optional["default_pos"] = default_pos
+    else:
+        optional["default_pos"] = None if default_pos is None else _floats(default_pos, where, "action.default_pos")
     if mode == "pd":
         for k in ("kp", "kd"):
             if optional[k] is None:
@@ -196,6 +221,32 @@ def load_card(path: str | Path) -> Card:
     validated = (validated,) if isinstance(validated, str) else tuple(map(str, validated))
     claimed = _get(raw, "claimed", dict, where, default={})
     claimed_return = _get(claimed, "return", (int, float), where, prefix="claimed.")
+    for key in claimed:
+        if key not in ("return", "x_velocity", "survival"):
+            raise CardError(f"{where}: field 'claimed.{key}' is not known; use return, x_velocity or survival")
+        _get(claimed, key, (int, float), where, prefix="claimed.")
+    joints = _get(raw, "joints", list, where, default=[])
+    if not all(isinstance(j, str) for j in joints) or len(set(joints)) != len(joints):
+        raise CardError(f"{where}: field 'joints' must be a list of distinct joint names")
+    task_options = _get(raw, "task_options", dict, where, default={})
+    history = _get(obs, "history", (int, dict), where, default=1, prefix="observation.")
+    if isinstance(history, int):
+        history = {"length": history}
+    length = history.get("length", 1)
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise CardError(f"{where}: field 'observation.history.length' must be a positive integer")
+    layout = history.get("layout", "frame_major")
+    if layout not in ("frame_major", "term_major"):
+        raise CardError(f"{where}: field 'observation.history.layout' is {layout!r}; use frame_major or term_major")
+    quat_order = _get(obs, "quaternion_order", str, where, default="wxyz", prefix="observation.")
+    if quat_order not in ("wxyz", "xyzw"):
+        raise CardError(f"{where}: field 'observation.quaternion_order' is {quat_order!r}; use wxyz or xyzw")
+    terms = ()
+    if obs.get("terms") is not None:
+        from crosssim.observations import parse_terms
+
+        terms = parse_terms(obs["terms"], where)
+    observation = ObservationSpec(terms, length, layout, quat_order)
     return Card(
         path=where, name=name, task=task, policy_file=policy_file, policy_format=fmt, robot=robot,
         algo=_get(pol, "algo", str, where, prefix="policy."),
@@ -204,5 +255,7 @@ def load_card(path: str | Path) -> Card:
         normalization=normalization, action=action,
         control_period=None if period is None else float(period),
         trained_in=trained, validated_in=validated,
-        claimed_return=None if claimed_return is None else float(claimed_return), raw=raw,
+        claimed_return=None if claimed_return is None else float(claimed_return),
+        claimed={k: float(v) for k, v in claimed.items()}, joints=tuple(joints), observation=observation,
+        task_options=dict(task_options), raw=raw,
     )

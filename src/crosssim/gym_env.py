@@ -9,7 +9,8 @@ import numpy as np
 
 from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
-from crosssim.runner.rollout import Harness, open_engine
+from crosssim.runner.harness import Harness
+from crosssim.runner.rollout import open_engine
 from crosssim.runner.stepper import ControlStepper
 
 PerturbationSampler = Callable[[np.random.Generator], Perturbation]
@@ -56,8 +57,8 @@ class CrossSimEnv(gym.Env):
         if self.sampler is not None:
             self._prepare(self.sampler(self.np_random))
         init = self.task.initial_state(self.canonical, self.np_random)
-        self._frame = self.stepper.reset(init, int(self.np_random.integers(2**63)) if self.sampler else 0)
-        self._task_state = self.task.reset(self._frame)
+        self._frame, self._task_state = self.stepper.reset(
+            init, int(self.np_random.integers(2**63)) if self.sampler else 0)
         self._steps = 0
         return self.stepper.observe(self._frame, self._task_state), {}
 

@@ -127,8 +127,10 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
                             "episode": int(r["episode"]), "seed": int(r["seed"]),
                             "return": float(r["ret"]), "length": int(r["length"]),
                             "terminated": bool(r["terminated"]), "failure": r.get("failure"),
-                            "x_velocity": float(r.get("x_velocity", float("nan")))})
-    df = pd.DataFrame.from_records(records, columns=ROW_COLUMNS)
+                            "x_velocity": float(r.get("x_velocity", float("nan"))),
+                            **{f"metric_{k}": float(v) for k, v in (r.get("metrics") or {}).items()}})
+    extra = sorted({k for r in records for k in r} - set(ROW_COLUMNS))
+    df = pd.DataFrame.from_records(records, columns=ROW_COLUMNS + extra)
     write_atomic(out / "results.parquet", lambda p: df.to_parquet(p, index=False))
     write_atomic(out / "audit.json", lambda p: Path(p).write_text(json.dumps(audits, indent=1)))
     if trajectories:

@@ -29,20 +29,25 @@ class ControlStepper:
         self._noise = np.random.default_rng(0)
         self._pending: deque = deque()
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
+        self.observer = harness.observer()
 
-    def reset(self, initial: InitialState, noise_seed) -> SimFrame:
+    def reset(self, initial: InitialState, noise_seed) -> tuple[SimFrame, dict]:
+        """Reset engine, task and observation state; return the first frame and the task state."""
         h = self.harness
         self.state = self.engine.reset(self.model, initial)
         self._noise = np.random.default_rng(noise_seed)  # its own stream: noise never shifts initial states
         self._chain = ActuatorChain(self.p, h.max_torque, self.physics_dt, h.canonical.joint_count)
         self._pending = deque(np.zeros(h.action_size) for _ in range(self.p.action_latency))
-        return self.frame()
+        frame = self.frame()
+        task_state = h.task.reset(frame)
+        self.observer.reset(task_state)
+        return frame, task_state
 
     def frame(self) -> SimFrame:
         return self.engine.frame(self.model, self.state, contacts=self.harness.task.needs_contacts)
 
     def observe(self, frame: SimFrame, task_state: dict) -> np.ndarray:
-        obs = self.harness.task.observe(frame, task_state)
+        obs = self.observer(frame, task_state)
         if self.p.obs_noise > 0:
             obs = obs + self._noise.normal(0.0, self.p.obs_noise, obs.shape)
         return obs
@@ -61,6 +66,7 @@ class ControlStepper:
     def step(self, action: np.ndarray) -> SimFrame:
         """Apply one (checked) action for one control period; return the new frame (finite)."""
         engine, model, act = self.engine, self.model, self.harness.actuation
+        self.observer.acted(action)
         self._pending.append(action)
         target = act.target(self._pending.popleft())
         if act.constant_over_substeps and not self._chain.stateful:

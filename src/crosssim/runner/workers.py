@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+STARTUP_TIMEOUT = 180.0
+"""Seconds a worker may take to import its engine and load the model before its first message."""
+
+
 @dataclass(frozen=True)
 class EngineJob:
     card_path: str
@@ -115,6 +119,7 @@ def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_
         return
     ctx = mp.get_context("spawn")
     pending = list(jobs)
+    heard: set[str] = set()
     running: list[tuple[EngineJob, mp.Process, object, float]] = []
     while pending or running:
         while pending and len(running) < max(1, workers):
@@ -130,6 +135,7 @@ def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_
                 while True:
                     kind, payload = q.get(timeout=0.05)
                     last = time.monotonic()
+                    heard.add(job.profile)
                     on_message(job, kind, payload)
                     if kind in ("done", "error"):
                         finished = True
@@ -155,10 +161,14 @@ def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_
                 if not finished:
                     on_message(job, "lost", f"{job.profile}: engine worker {_describe_exit(proc.exitcode)}")
                 continue
-            if time.monotonic() - last > episode_timeout:
+            # Until its first message a worker is importing and loading: allow more time then.
+            started = job.profile in heard
+            limit = episode_timeout if started else max(episode_timeout, STARTUP_TIMEOUT)
+            if time.monotonic() - last > limit:
                 proc.kill()
                 proc.join(timeout=10)
-                on_message(job, "lost", f"{job.profile}: no episode finished within {episode_timeout:.0f} s (engine hung?); worker killed")
+                what = "no episode finished" if started else "the engine did not start"
+                on_message(job, "lost", f"{job.profile}: {what} within {limit:.0f} s (engine hung?); worker killed")
                 continue
             still.append((job, proc, q, last))
         running = still

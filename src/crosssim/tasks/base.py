@@ -78,6 +78,7 @@ def register(cls: type[Task]) -> type[Task]:
 
 def registered_tasks() -> dict[str, type[Task]]:
     import crosssim.tasks.gym_locomotion  # noqa: F401  (registers on import)
+    import crosssim.tasks.locomotion  # noqa: F401
 
     return dict(_REGISTRY)
 

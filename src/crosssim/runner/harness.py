@@ -1,0 +1,198 @@
+"""The harness: everything engine-independent about one policy (task, scene, joint order,
+actuation, observation, control timing), built once from its card."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from crosssim.actuation import Actuation
+from crosssim.card import Card
+from crosssim.errors import CardError, CrossSimError
+from crosssim.frame import SimFrame
+from crosssim.observations import ObservationBuilder, TermContext
+from crosssim.scene import CanonicalModel, canonical_model, resolve_scene
+from crosssim.tasks.base import Task
+
+
+def _vec(value, default, n: int, where: str, field_name: str) -> np.ndarray:
+    arr = np.asarray(default if value is None else value, dtype=float)
+    try:
+        return np.broadcast_to(arr, (n,)).copy()
+    except ValueError:
+        raise CardError(f"{where}: field '{field_name}' has {arr.size} values for {n} policy joints") from None
+
+
+def build_actuation(card: Card, c: CanonicalModel, joints: np.ndarray) -> Actuation:
+    """Actuation for the card's action mode, one component per policy joint (card order)."""
+    act_of_joint = {int(j): a for a, j in enumerate(c.actuator_joint)}
+    n, where, spec = len(joints), card.path, card.action
+    missing = [c.joint_names[j] for j in joints if int(j) not in act_of_joint]
+    acts = np.array([act_of_joint.get(int(j), -1) for j in joints])
+    if spec.mode in ("motor", "position") and missing:
+        raise CardError(f"{where}: joints {missing} have no actuator in {c.path.name}; action.mode "
+                        f"{spec.mode!r} drives the model's actuators")
+    gear = np.where(acts >= 0, c.actuator_gear[acts], 1.0)
+    low = np.where((acts >= 0) & c.actuator_ctrllimited[acts], c.actuator_ctrlrange[acts, 0], -np.inf)
+    high = np.where((acts >= 0) & c.actuator_ctrllimited[acts], c.actuator_ctrlrange[acts, 1], np.inf)
+    base = dict(joint_index=joints, dof_index=c.joint_dofadr[joints], qpos_index=c.joint_qposadr[joints],
+                joint_count=c.joint_count, gear=gear, ctrl_low=low, ctrl_high=high)
+    if spec.mode == "motor":
+        return Actuation("motor", **base)
+    default = spec.default_pos
+    if isinstance(default, str):  # keyframe:<name>
+        key = default.split(":", 1)[1]
+        if key not in c.keyframes:
+            raise CardError(f"{where}: field 'action.default_pos' names keyframe {key!r}; {c.path.name} has "
+                            f"{sorted(c.keyframes)}")
+        default = c.keyframes[key][c.joint_qposadr[joints]]
+    default = _vec(default, 0.0, n, where, "action.default_pos")
+    scale = _vec(spec.scale, 1.0, n, where, "action.scale")
+    limit = None if spec.torque_limit is None else _vec(spec.torque_limit, 0.0, n, where, "action.torque_limit")
+    if spec.mode == "pd":
+        return Actuation("pd", **base, kp=_vec(spec.kp, 0.0, n, where, "action.kp"),
+                         kd=_vec(spec.kd, 0.0, n, where, "action.kd"), scale=scale, default_pos=default,
+                         torque_limit=limit)
+    # position: the model's position actuators, computed by crosssim at physics rate
+    kp, kv = c.actuator_kp[acts], c.actuator_kv[acts]
+    if not (kp > 0).all():
+        raise CardError(f"{where}: action.mode 'position' needs position actuators; {c.path.name}'s actuators "
+                        f"for {[c.joint_names[j] for j, k in zip(joints, kp) if k <= 0]} are not")
+    forcelimit = np.where(c.actuator_forcelimited[acts], np.abs(c.actuator_forcerange[acts]).max(axis=1), np.inf)
+    if limit is not None:
+        forcelimit = np.minimum(forcelimit, limit)
+    return Actuation("pd", **base, kp=kp.copy(), kd=kv.copy(), scale=scale, default_pos=default,
+                     torque_limit=forcelimit, target_low=low, target_high=high)
+
+
+@dataclass
+class Observer:
+    """Per-rollout observation state (history, last action) over the harness's builder."""
+
+    harness: "Harness"
+    builder: ObservationBuilder | None
+    ctx: TermContext | None
+
+    def reset(self, task_state: dict) -> None:
+        if self.builder is not None:
+            self.builder.reset()
+            self.ctx.last_action = np.zeros(self.harness.action_size)
+            self.ctx.command = np.asarray(task_state.get("command", np.zeros(3)), dtype=float)
+
+    def __call__(self, frame: SimFrame, task_state: dict) -> np.ndarray:
+        if self.builder is None:
+            return self.harness.task.observe(frame, task_state)
+        return self.builder(frame, self.ctx)
+
+    def acted(self, action: np.ndarray) -> None:
+        if self.ctx is not None:
+            self.ctx.last_action = np.asarray(action, dtype=float).copy()
+
+
+@dataclass
+class Harness:
+    card: Card | None
+    """None when built for a bare task (training), with gymnasium's motor semantics."""
+    task: Task
+    scene: Path
+    canonical: CanonicalModel
+    actuation: Actuation
+    joints: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    """Canonical joint index of each policy joint, in the policy's order."""
+    sensors: object = None
+
+    @classmethod
+    def from_card(cls, card: Card) -> "Harness":
+        from crosssim.tasks import make_task
+
+        try:
+            task = make_task(card.task, **card.task_options)
+        except TypeError as exc:
+            raise CardError(f"{card.path}: field 'task_options' does not fit task {card.task}: {exc}") from None
+        except CardError as exc:
+            raise CardError(f"{card.path}: {exc}") from None
+        if not (card.robot or task.scene):
+            raise CardError(f"{card.path}: task {card.task} needs the card's 'robot' field (an MJCF file)")
+        scene = resolve_scene(card.robot or task.scene, base_dir=card.path.parent)
+        c = canonical_model(scene)
+        if card.joints:
+            unknown = [j for j in card.joints if j not in c.joint_names]
+            if unknown:
+                raise CardError(f"{card.path}: field 'joints' names {unknown}, not joints of {scene.name} "
+                                f"(its joints: {list(c.joint_names)})")
+            joints = np.array([c.joint_names.index(j) for j in card.joints], dtype=int)
+        else:
+            joints = c.actuator_joint.copy()
+        h = cls(card, task, scene, c, build_actuation(card, c, joints), joints)
+        if hasattr(task, "configure"):
+            if card.control_period is None:
+                raise CardError(f"{card.path}: task {task.name} needs 'control_period' (seconds)")
+            skip = card.control_period / c.timestep
+            if not math.isclose(skip, round(skip), rel_tol=1e-6) or round(skip) < 1:
+                raise CardError(f"{card.path}: control_period {card.control_period} s is not a whole number of "
+                                f"physics steps of {c.timestep} s ({scene.name})")
+            task.frame_skip = int(round(skip))
+            task.configure(card.control_period)
+        elif card.control_period is not None:
+            period = task.frame_skip * c.timestep
+            if not math.isclose(card.control_period, period, rel_tol=1e-6):
+                raise CrossSimError(
+                    f"{card.path}: control_period {card.control_period} s does not match task {task.name}: "
+                    f"{task.frame_skip} x {c.timestep} s = {period} s")
+        if card.observation.terms:
+            from crosssim.sensors import SensorReader
+
+            needs = [t.name.split(":", 1)[1] for t in card.observation.terms if t.name.startswith("sensor:")]
+            if needs:
+                h.sensors = SensorReader(scene)
+                for name in needs:
+                    h.sensors.check(name, card.path)
+        return h
+
+    @classmethod
+    def for_task(cls, name: str) -> "Harness":
+        """A harness for a task with no card: the task's scene and gymnasium's motors."""
+        from crosssim.tasks import make_task
+
+        task = make_task(name)
+        scene = resolve_scene(task.scene)
+        c = canonical_model(scene)
+        return cls(None, task, scene, c, Actuation.motors(c), c.actuator_joint.copy())
+
+    def observer(self) -> Observer:
+        card = self.card
+        if card is None or not card.observation.terms:
+            return Observer(self, None, None)
+        o = card.observation
+        builder = ObservationBuilder(o.terms, history=o.history, layout=o.layout)
+        a = self.actuation
+        default = a.default_pos if a.default_pos is not None else self.canonical.qpos0[a.qpos_index]
+        ctx = TermContext(a.qpos_index, a.dof_index, default, quaternion_order=o.quaternion_order,
+                          sensors=self.sensors)
+        return Observer(self, builder, ctx)
+
+    @property
+    def max_torque(self) -> np.ndarray:
+        """Largest torque each canonical joint's actuator can give [N m or N] (inf: unactuated)."""
+        out = np.full(self.canonical.joint_count, np.inf)
+        a = self.actuation
+        if a.mode == "motor":
+            peak = np.abs(a.gear) * np.maximum(np.abs(a.ctrl_low), np.abs(a.ctrl_high))
+        else:
+            peak = a.torque_limit if a.torque_limit is not None else np.full(len(a.joint_index), np.inf)
+        out[a.joint_index] = peak
+        return out
+
+    @property
+    def obs_size(self) -> int:
+        card = self.card
+        if card is not None and card.observation.terms:
+            return self.observer().builder.size(len(self.joints), self.sensors)
+        return self.task.observation_size(self.canonical)
+
+    @property
+    def action_size(self) -> int:
+        return len(self.joints)

@@ -1,0 +1,82 @@
+"""Velocity tracking for legged robots (G1, Go1, ...): the task users bring from Isaac Gym / MJX.
+
+The robot (card ``robot``) starts at a keyframe or its model pose and tracks a velocity command
+(vx, vy, yaw rate). The reward is the usual tracking kernel; what matters for transfer are the
+metrics: forward speed, linear and yaw tracking errors, falls, survival time, torque saturation,
+energy. Observations come from the card's terms (crosssim.observations), not from the task.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crosssim.errors import CardError
+from crosssim.frame import InitialState, quat_to_matrix
+from crosssim.tasks.base import StepResult, Task, register
+
+
+@register
+class Locomotion(Task):
+    name = "Locomotion"
+    scene = ""  # the card's robot
+    max_steps = 1000
+
+    def __init__(self, *, command=(0.5, 0.0, 0.0), episode_seconds: float = 20.0, keyframe: str | None = None,
+                 min_base_height: float | None = None, max_tilt: float = 1.0, reset_noise: float = 0.0,
+                 tracking_sigma: float = 0.25):
+        cmd = np.asarray(command, dtype=float)
+        if cmd.shape != (3,) or not np.isfinite(cmd).all():
+            raise CardError(f"task_options.command must be [vx, vy, yaw_rate], got {command!r}")
+        self.command, self.episode_seconds, self.keyframe = cmd, float(episode_seconds), keyframe
+        self.min_base_height, self.max_tilt = min_base_height, float(max_tilt)
+        self.reset_noise, self.sigma = float(reset_noise), float(tracking_sigma)
+
+    def configure(self, control_period: float) -> None:
+        """Set episode length and frame skip from the card's control period."""
+        self.max_steps = max(1, int(round(self.episode_seconds / control_period)))
+
+    def observation_size(self, c) -> int:  # observations come from the card's terms
+        raise CardError("the Locomotion task needs observation.terms in the card")
+
+    def initial_state(self, c, rng) -> InitialState:
+        if self.keyframe is not None:
+            if self.keyframe not in c.keyframes:
+                raise CardError(f"task_options.keyframe {self.keyframe!r} is not in {c.path.name}; "
+                                f"keyframes: {sorted(c.keyframes)}")
+            qpos = c.keyframes[self.keyframe].copy()
+        else:
+            qpos = c.qpos0.copy()
+        if self.reset_noise:
+            qpos[c.joint_qposadr] += rng.uniform(-self.reset_noise, self.reset_noise, c.joint_count)
+        return InitialState(qpos, np.zeros(c.nv))
+
+    def reset(self, frame):
+        height = frame.base_pos[2]
+        return {"command": self.command.copy(), "min_height": self.min_base_height or 0.5 * height}
+
+    def observe(self, frame, state):
+        raise CardError("the Locomotion task needs observation.terms in the card")
+
+    def step(self, before, after, action, state, dt):
+        cmd = state["command"]
+        R = quat_to_matrix(after.base_quat)
+        v_body = R.T @ after.base_lin_vel
+        # Heading frame: yaw only, so a pitching base does not change what "forward" means.
+        yaw = np.arctan2(R[1, 0], R[0, 0])
+        c, s = np.cos(yaw), np.sin(yaw)
+        v_head = np.array([c * after.base_lin_vel[0] + s * after.base_lin_vel[1],
+                           -s * after.base_lin_vel[0] + c * after.base_lin_vel[1]])
+        lin_err = float(np.linalg.norm(v_head - cmd[:2]))
+        yaw_err = float(abs(after.base_ang_vel[2] - cmd[2]))
+        reward = np.exp(-lin_err**2 / self.sigma) + 0.5 * np.exp(-yaw_err**2 / self.sigma)
+        tilt = float(np.arccos(np.clip(R[2, 2], -1.0, 1.0)))
+        fallen = after.base_pos[2] < state["min_height"] or tilt > self.max_tilt
+        energy = float(np.sum(np.abs(after.joint_torque * after.qvel[self._dofs(after)]))) * dt \
+            if after.joint_torque.size else 0.0
+        terms = {"x_velocity": float(v_head[0]), "lin_vel_error": lin_err, "yaw_rate_error": yaw_err,
+                 "tilt": tilt, "energy": energy, "body_vx": float(v_body[0])}
+        return StepResult(float(reward), terms, bool(fallen))
+
+    def _dofs(self, frame):
+        n = frame.joint_torque.size
+        return np.arange(frame.qvel.size - n, frame.qvel.size)
