@@ -58,15 +58,14 @@ def verdict_for(drop: float) -> str:
     return "low" if drop < LOW else "medium" if drop < HIGH else "high"
 
 
-def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000) -> dict:
+def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000, hints=None) -> dict:
     """Profile from crossval rows (columns engine, condition, episode, return, failure)."""
     engines = list(dict.fromkeys(df.engine))
     conditions = ["nominal", *FAMILIES, "combined"]
     episodes = sorted(set(df.episode))
     R = _matrix(df, engines, conditions, episodes)
     ref = engines.index(reference)
-    ref_nominal = R[ref, 0]
-    check = harness_check(ref_nominal, card, reference)
+    check = harness_check(df[(df.engine == reference) & (df.condition == "nominal")], card, reference, hints)
     point = _components(R, ref, conditions)
     # Paired bootstrap over episodes: the same resampled episodes in every engine and condition.
     rng = np.random.default_rng(seed)
@@ -94,21 +93,34 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
             "thresholds": {"low_below": LOW, "high_from": HIGH, "harness_min_ratio": HARNESS_MIN_RATIO}}
 
 
-def harness_check(ref_returns: np.ndarray, card, reference: str) -> dict:
-    finite = ref_returns[np.isfinite(ref_returns)]
-    if finite.size == 0:
-        return {"status": "mismatch", "message": f"harness mismatch: every episode failed in the reference engine "
-                f"{reference}; check the card ({card.path})"}
-    mean = float(finite.mean())
-    if card.claimed_return is None:
-        return {"status": "skipped", "reference_return": mean,
-                "message": "the card claims no performance (claimed.return): harness check skipped"}
-    ratio = mean / card.claimed_return if card.claimed_return else float("nan")
-    if not ratio >= HARNESS_MIN_RATIO:
-        return {"status": "mismatch", "reference_return": mean, "claimed": card.claimed_return, "ratio": ratio,
-                "message": (f"harness mismatch: the policy reaches {mean:.1f} in its reference engine {reference}, "
-                            f"{100 * ratio:.0f}% of the {card.claimed_return:.1f} its card claims. Check the card: "
-                            "joint order, quaternion order (w,x,y,z), default pose, action scale, observation "
-                            "layout and normalisation, control period")}
-    return {"status": "ok", "reference_return": mean, "claimed": card.claimed_return, "ratio": ratio,
-            "message": f"reference engine reaches {100 * ratio:.0f}% of the claimed performance"}
+def harness_check(ref_rows, card, reference: str, hints=None) -> dict:
+    """Does the policy reach its card's claims in the reference engine? (rows: nominal, reference)
+
+    Claims: ``return``, ``x_velocity`` [m/s] (each must reach HARNESS_MIN_RATIO of the claim) and
+    ``survival`` (share of episodes that run to the end; must reach HARNESS_MIN_RATIO of it).
+    """
+    ok = ref_rows[ref_rows.failure.isna()]
+    hints = hints or []
+    if ok.empty:
+        return {"status": "mismatch", "hints": hints, "message": f"harness mismatch: every episode failed in the "
+                f"reference engine {reference}; check the card ({card.path})"}
+    measured = {"return": float(ok["return"].mean()), "x_velocity": float(ok["x_velocity"].mean()),
+                "survival": float(1.0 - ok["terminated"].mean())}
+    claims = dict(card.claimed)
+    if card.claimed_return is not None:
+        claims["return"] = card.claimed_return
+    if not claims:
+        return {"status": "skipped", "reference_return": measured["return"], "measured": measured,
+                "message": "the card claims no performance (claimed: return, x_velocity or survival): harness check skipped"}
+    short = []
+    for key, claim in claims.items():
+        ratio = measured[key] / claim if claim else float("nan")
+        if not ratio >= HARNESS_MIN_RATIO:
+            short.append(f"{key} {measured[key]:.3g} is {100 * ratio:.0f}% of the claimed {claim:.3g}")
+    if short:
+        return {"status": "mismatch", "measured": measured, "claimed": claims, "hints": hints,
+                "message": (f"harness mismatch: in its reference engine {reference} the policy reaches "
+                            + "; ".join(short) + ". Hints: " + " | ".join(hints))}
+    return {"status": "ok", "measured": measured, "claimed": claims,
+            "message": "reference engine reaches the card's claims (" + ", ".join(
+                f"{k} {measured[k]:.3g} vs {v:.3g}" for k, v in claims.items()) + ")"}

@@ -50,6 +50,8 @@ class PyBulletModel:
     link_mass: np.ndarray
     armature: str
     """'emulate' (mass-matrix compensation, fixed-base robots) or 'ignore'."""
+    frictionloss: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Dry friction torque per canonical joint as applied (zero-velocity motors)."""
     limits: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     """Joint limits set in PyBullet (its own coordinates), NaN where unlimited."""
     floor: int | None = None
@@ -104,6 +106,14 @@ class EnginePyBullet:
             pybullet.changeDynamics(floor, -1, lateralFriction=1.0, **pb)
             floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms))
 
+        armature = str(s.get("armature", "auto"))
+        if armature == "auto":
+            armature = "inertia" if c.free_base else "emulate"
+        if armature not in ("emulate", "inertia", "ignore"):
+            raise EngineFailure(f"pybullet profile: armature must be auto, emulate, inertia or ignore, not {armature!r}")
+        # Principal inertia and its frame per body; with armature as inertia, each hinge's rotor
+        # inertia joins the body's tensor about the joint axis (re-diagonalised below).
+        inertia = {b: _body_inertia(m, b, armature == "inertia") for b in range(1, m.nbody)}
         links: dict = {k: [] for k in ("mass", "shape", "pos", "orn", "ipos", "iorn", "parent", "type", "axis")}
         body_link = np.full(m.nbody, -2, dtype=int)
         # Per body: link index that carries it, and the offset of the body frame in that link's frame.
@@ -114,7 +124,7 @@ class EnginePyBullet:
             root = 1
             shape = _shape_array(m, _body_geoms(m, root), mesh_dir, client)
             base = dict(mass=float(m.body_mass[root]), shape=shape, pos=m.body_pos[root], orn=m.body_quat[root],
-                        ipos=m.body_ipos[root], iquat=m.body_iquat[root], inertia=m.body_inertia[root])
+                        ipos=m.body_ipos[root], iquat=inertia[root][1])
             body_link[root] = -1
             body_anchor[root] = (-1, np.zeros(3))
         for b in range(1, m.nbody):
@@ -136,7 +146,7 @@ class EnginePyBullet:
                           pos=(pos + quat_rotate(orn, anchors[k])) if k == 0 else anchors[k] - prev_anchor,
                           orn=orn if k == 0 else [1, 0, 0, 0],
                           ipos=m.body_ipos[b] - anchors[k] if last else np.zeros(3),
-                          iquat=m.body_iquat[b] if last else [1, 0, 0, 0],
+                          iquat=inertia[b][1] if last else [1, 0, 0, 0],
                           parent=parent_link if k == 0 else len(links["mass"]) - 1,
                           jtype={int(mujoco.mjtJoint.mjJNT_HINGE): pybullet.JOINT_REVOLUTE,
                                  int(mujoco.mjtJoint.mjJNT_SLIDE): pybullet.JOINT_PRISMATIC}[int(m.jnt_type[j])],
@@ -145,7 +155,7 @@ class EnginePyBullet:
                 prev_anchor = anchors[k]
             if not jnts:  # welded body
                 _add_link(links, mass=float(m.body_mass[b]), shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client),
-                          pos=pos, orn=orn, ipos=m.body_ipos[b], iquat=m.body_iquat[b], parent=parent_link,
+                          pos=pos, orn=orn, ipos=m.body_ipos[b], iquat=inertia[b][1], parent=parent_link,
                           jtype=pybullet.JOINT_FIXED, axis=[0, 0, 1])
                 prev_anchor = np.zeros(3)
             body_link[b] = len(links["mass"]) - 1
@@ -163,10 +173,9 @@ class EnginePyBullet:
                 **_link_kwargs(links), useMaximalCoordinates=False, **pb)
 
         # Inertias: createMultiBody derives them from the shapes; set the canonical ones.
-        inertias = {b: m.body_inertia[b] for b in range(1, m.nbody)}
         for b in range(1, m.nbody):
             link = int(body_link[b])
-            pybullet.changeDynamics(robot, link, localInertiaDiagonal=list(inertias[b]), **pb)
+            pybullet.changeDynamics(robot, link, localInertiaDiagonal=list(inertia[b][0]), **pb)
         for b in range(1, m.nbody):
             friction = _link_friction(m, b, floor_friction)
             if friction is not None:
@@ -181,9 +190,12 @@ class EnginePyBullet:
         jidx = [int(m.jnt_qposadr[j]) for j in range(m.njnt)]
         canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_FREE)]
         jl = np.array([joint_link[j] for j in canonical_joints], dtype=int)
-        # Native velocity motors hold every joint still unless switched off.
+        # Native velocity motors hold every joint still unless switched off; where the model has
+        # dry joint friction, a zero-velocity motor whose force is capped at it *is* dry friction,
+        # solved implicitly by Bullet's constraint solver (crosssim's torques act on top).
+        friction = c.joint_frictionloss if s.get("frictionloss", "emulate") == "emulate" else np.zeros(len(jl))
         pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,
-                                           forces=[0.0] * len(jl), **pb)
+                                           targetVelocities=[0.0] * len(jl), forces=list(map(float, friction)), **pb)
         # MuJoCo's joint limits become PyBullet's (hard limits; MuJoCo's are soft constraints).
         limits = np.full((len(jl), 2), np.nan)
         for k, j in enumerate(canonical_joints):
@@ -195,11 +207,12 @@ class EnginePyBullet:
             canonical=c, client=client, robot=robot, profile=profile, joint_link=jl,
             joint_offset=np.array([m.qpos0[jidx[j]] for j in canonical_joints]),
             body_link=body_link[1:].copy(),
-            base_ipos=m.body_ipos[1].copy(), base_iquat=m.body_iquat[1].copy(),
+            base_ipos=m.body_ipos[1].copy(), base_iquat=np.asarray(inertia[1][1], dtype=float).copy(),
             root_offset=np.asarray(body_anchor[1][1], dtype=float).copy(),
             damping=c.joint_damping.copy(),
             link_mass=np.array([m.body_mass[b] for b in range(1, m.nbody)]),
-            armature=str(s.get("armature", "emulate")),
+            armature=armature,
+            frictionloss=np.asarray(friction, dtype=float),
             floor=floor,
             limits=limits,
         )
@@ -237,7 +250,7 @@ class EnginePyBullet:
         for _ in range(n_substeps):
             q, qd = self._joint_arrays(model)
             tau = torques - model.damping * qd - c.joint_stiffness * (q - c.joint_springref)
-            if model.armature == "emulate" and not model.canonical.free_base and model.canonical.joint_armature.any():
+            if model.armature == "emulate" and model.canonical.joint_armature.any():
                 tau = self._armature_compensation(model, q, qd, tau)
             pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
             pybullet.stepSimulation(**pb)
@@ -347,9 +360,12 @@ class EnginePyBullet:
         # getJointInfo keeps the createMultiBody limits (none); report what changeDynamics set,
         # whose enforcement tests/test_pybullet.py checks by driving joints into their stops.
         lo, hi = model.limits[:, 0] + model.joint_offset, model.limits[:, 1] + model.joint_offset
-        armature_note = ("PyBullet has no armature; emulated by mass-matrix torque compensation (exact without contact)"
-                         if model.armature == "emulate" and not c.free_base else
-                         "PyBullet has no armature; not represented for floating-base robots")
+        armature_note = {
+            "emulate": "PyBullet has no armature; emulated by mass-matrix torque compensation (exact without contact)",
+            "inertia": "PyBullet has no armature; added to the body's inertia about the joint axis (exact on the "
+                       "joint's own diagonal, also adds a(axis_i.axis_j)^2 to ancestors' and the base's inertia)",
+            "ignore": "PyBullet has no armature; ignored by this profile",
+        }[model.armature]
         got = {
             "timestep": pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"],
             "integrator": 0,  # Bullet's multibody integrator is semi-implicit Euler, always
@@ -357,18 +373,22 @@ class EnginePyBullet:
             "body_inertia": [d[2] for d in dyn],
             "joint_range": np.stack([lo, hi], axis=1),
             "joint_damping": model.damping,
-            "joint_armature": (c.joint_armature if model.armature == "emulate" and not c.free_base else None),
-            "joint_frictionloss": None,
+            "joint_armature": None if model.armature == "ignore" else np.where(
+                np.array(c.joint_type) == "hinge", c.joint_armature, np.nan) if model.armature == "inertia"
+            else c.joint_armature,
+            "joint_frictionloss": model.frictionloss,
             "joint_stiffness": c.joint_stiffness,
             "geom_friction": geom_mu,
             "actuator_gear": c.actuator_gear,  # crosssim applies gear x ctrl itself
         }
         notes = {
             "integrator": "Bullet integrates semi-implicit Euler only",
+            "body_inertia": ("includes rotor inertia (armature) folded in about each hinge axis"
+                             if model.armature == "inertia" else ""),
             "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly)",
             "joint_stiffness": "applied by the adapter as explicit torque -k*(q - springref)",
             "joint_armature": armature_note,
-            "joint_frictionloss": "PyBullet has no dry joint friction",
+            "joint_frictionloss": "emulated as a zero-velocity motor capped at the friction torque",
             "geom_friction": "body-floor contact: Bullet multiplies coefficients, MuJoCo takes the max; floor set to 1",
             "actuator_gear": "crosssim applies gear x ctrl itself",
         }
@@ -379,6 +399,42 @@ class EnginePyBullet:
             pybullet.disconnect(model.client)
         except pybullet.error:
             pass
+
+
+def _body_inertia(m, b: int, with_armature: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(principal moments, orientation w-x-y-z in the body frame) of body ``b``."""
+    if not with_armature:
+        return m.body_inertia[b].copy(), m.body_iquat[b].copy()
+    joints = [j for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
+              if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE) and m.dof_armature[m.jnt_dofadr[j]] > 0]
+    if not joints:
+        return m.body_inertia[b].copy(), m.body_iquat[b].copy()
+    R = quat_to_matrix(m.body_iquat[b])
+    tensor = R @ np.diag(m.body_inertia[b]) @ R.T
+    for j in joints:
+        axis = m.jnt_axis[j] / np.linalg.norm(m.jnt_axis[j])
+        tensor += m.dof_armature[m.jnt_dofadr[j]] * np.outer(axis, axis)
+    moments, vectors = np.linalg.eigh(tensor)
+    if np.linalg.det(vectors) < 0:
+        vectors[:, 0] = -vectors[:, 0]
+    return moments, _matrix_to_quat(vectors)
+
+
+def _matrix_to_quat(R: np.ndarray) -> np.ndarray:
+    """w, x, y, z of a rotation matrix (Shepperd's method)."""
+    t = np.trace(R)
+    if t > 0:
+        s = 2.0 * np.sqrt(t + 1.0)
+        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
+        q = [0.0] * 4
+        q[0] = (R[k, j] - R[j, k]) / s
+        q[i + 1], q[j + 1], q[k + 1] = 0.25 * s, (R[j, i] + R[i, j]) / s, (R[k, i] + R[i, k]) / s
+    q = np.array(q)
+    return q / np.linalg.norm(q)
 
 
 def _add_link(links, *, mass, shape, pos, orn, ipos, iquat, parent, jtype, axis):

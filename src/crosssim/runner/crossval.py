@@ -140,7 +140,8 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
     if config.risk:
         from crosssim.risk import risk_profile
 
-        summary["risk"] = risk_profile(df, card, reference=summary["reference_engine"], seed=config.seed)
+        summary["risk"] = risk_profile(df, card, reference=summary["reference_engine"], seed=config.seed,
+                                       hints=_hints(card))
     write_atomic(out / "summary.json", lambda p: Path(p).write_text(json.dumps(summary, indent=1, default=_json_default)))
     if config.report:
         from crosssim.report import write_report
@@ -151,6 +152,16 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
             summary["report_error"] = f"{type(exc).__name__}: {exc}"
     summary["out"] = str(out)
     return summary
+
+
+def _hints(card) -> list[str]:
+    from crosssim.diagnose import card_hints
+    from crosssim.runner.harness import Harness
+
+    try:
+        return card_hints(Harness.from_card(card))
+    except Exception as exc:  # hints are advice; never let them cost the run
+        return [f"(no hints: {type(exc).__name__}: {exc})"]
 
 
 def risk_conditions() -> tuple[tuple[str, dict], ...]:
@@ -182,7 +193,8 @@ def write_atomic(path: Path, write) -> None:
 
 
 def summarize(df, card: Card, config: CrossvalConfig, audits: dict, errors: dict) -> dict:
-    reference = card.reference_engine if card.reference_engine in config.engines else config.engines[0]
+    preferred = [e for e in (card.trained_in, *card.validated_in) if e in config.engines]
+    reference = preferred[0] if preferred else config.engines[0]
     per_engine = {}
     for e in config.engines:
         d = df[df.engine == e]
