@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ CARDS = ROOT / "tests" / "cards"
 PENDULUM = ROOT / "simulators" / "robots" / "pendulum3.xml"
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# Tests never reuse rows cached by a user's runs (or by each other across sessions).
+os.environ["CROSSSIM_CACHE"] = tempfile.mkdtemp(prefix="crosssim-test-cache-")
 
 requires_fixtures = pytest.mark.skipif(
     not FIXTURES.is_dir(), reason=f"{FIXTURES} is absent (CI has ../shared/fixtures; a user clone may not)")

@@ -61,7 +61,7 @@ def test_same_seed_same_numbers(tmp_path):
     runs = []
     for k, inline in enumerate((False, False, True)):
         cfg = CrossvalConfig(policy=str(zoo_card("trpo", "Hopper")), episodes=2, seed=3, max_steps=150,
-                             out=str(tmp_path / f"r{k}"), inline=inline)
+                             out=str(tmp_path / f"r{k}"), inline=inline, cache=False)
         run_crossval(cfg)
         runs.append(pd.read_parquet(tmp_path / f"r{k}" / "results.parquet"))
     pd.testing.assert_frame_equal(runs[0], runs[1])

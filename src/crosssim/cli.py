@@ -68,7 +68,7 @@ def print_risk(risk: dict, file=sys.stdout) -> None:
 def _progress(stream=sys.stderr):
     def show(engine: str, done: int, total: int, row: dict) -> None:
         bar = "#" * int(20 * done / max(total, 1))
-        msg = f"  {engine:<22} [{bar:<20}] {done}/{total}"
+        msg = f"  {engine:<22} [{bar:<20}] {done}/{total}" + (" reused from the cache" if engine == "cache" else "")
         if row.get("failure"):
             msg += f"  failed: {str(row['failure'])[:80]}"
         print(msg, file=stream, flush=True)
@@ -82,7 +82,7 @@ def cmd_crossval(args) -> int:
         policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
         episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
         trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
-        inline=args.inline, risk=args.risk, report=args.report,
+        inline=args.inline, risk=args.risk, report=args.report, cache=args.cache,
     )
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
@@ -227,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--inline", action="store_true", help=h("inline"))
     c.add_argument("--no-risk", dest="risk", action="store_false", help="nominal runs only: no sweeps, no risk profile")
     c.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
+    c.add_argument("--no-cache", dest="cache", action="store_false", help=h("cache") + " Off: recompute everything.")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
     c.set_defaults(func=cmd_crossval)
     a = sub.add_parser("audit", help="model parameters read back from each engine vs the canonical model")

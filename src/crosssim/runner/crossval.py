@@ -50,6 +50,10 @@ class CrossvalConfig:
     """Keep the per-step trajectory of the first nominal episode in each engine (report overlays)."""
     report: bool = True
     """Write report.html beside the results."""
+    cache: bool = True
+    """Reuse per-episode results computed before with identical inputs (resume after an interruption)."""
+    cache_dir: str | None = None
+    """Where cached rows live; default $CROSSSIM_CACHE or ./.cache/crosssim/rows."""
     risk: bool = True
     """Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md)."""
 
@@ -88,16 +92,36 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
         raise CrossSimError(f"cannot write results to {out}: {exc.strerror}; choose another --out") from None
     episodes = tuple((i, config.seed + i) for i in range(config.episodes))
     conditions = risk_conditions() if config.risk else (("nominal", {}),)
-    jobs = [EngineJob(str(card.path), e, episodes, config.trust_policy_code, config.max_steps, config.record, conditions)
-            for e in config.engines]
+    fields_of = dict(conditions)
     rows: dict[str, list[dict]] = {e: [] for e in config.engines}
     audits: dict[str, list[dict]] = {}
     errors: dict[str, str] = {}
     trajectories: dict[str, dict] = {}
+    cache = _cache(card, config)
+    skips = {}
+    for e in config.engines:
+        known = set()
+        for c, fields in conditions:
+            for i, s in episodes:
+                hit = cache.get(cache.key(e, c, fields, s)) if cache else None
+                if hit is not None and hit.get("episode") == i:
+                    traj = hit.pop("trajectory", None)
+                    if traj:
+                        trajectories.setdefault(e, {})[i] = traj
+                    rows[e].append(hit)
+                    known.add((c, i))
+        skips[e] = frozenset(known)
+    jobs = [EngineJob(str(card.path), e, episodes, config.trust_policy_code, config.max_steps, config.record, conditions,
+                      skips[e]) for e in config.engines]
+    if progress and any(skips.values()):
+        progress("cache", sum(len(v) for v in skips.values()), len(config.engines) * len(conditions) * len(episodes),
+                 {"failure": None})
 
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile
         if kind == "row":
+            if cache:
+                cache.put(cache.key(e, payload["condition"], fields_of[payload["condition"]], payload["seed"]), payload)
             traj = payload.pop("trajectory", None)
             if traj:
                 trajectories.setdefault(e, {})[payload["episode"]] = traj
@@ -152,6 +176,29 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
             summary["report_error"] = f"{type(exc).__name__}: {exc}"
     summary["out"] = str(out)
     return summary
+
+
+def _cache(card: Card, config: CrossvalConfig):
+    if not config.cache:
+        return None
+    from crosssim.profiles import load_profile
+    from crosssim.runner.cache import ResultCache, default_root
+
+    try:
+        from crosssim.runner.harness import Harness
+
+        scene = Harness.from_card(card).scene
+    except CrossSimError:
+        scene = None  # the workers will report the card problem
+    profiles = {}
+    for e in config.engines:
+        try:
+            p = load_profile(e)
+            profiles[e] = {"engine": p.engine, "settings": p.settings}
+        except CrossSimError:
+            profiles[e] = None
+    return ResultCache(config.cache_dir or default_root(), card=card, scene=scene, max_steps=config.max_steps,
+                       trust=config.trust_policy_code, profiles=profiles)
 
 
 def _hints(card) -> list[str]:

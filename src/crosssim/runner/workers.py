@@ -38,10 +38,12 @@ class EngineJob:
     record: bool = False
     conditions: tuple[tuple[str, dict], ...] = (("nominal", {}),)
     """(condition name, Perturbation fields) pairs; every episode runs under each."""
+    skip: frozenset = frozenset()
+    """(condition, episode) pairs already known (cached): not run again."""
 
     def units(self) -> list[tuple[str, int, int]]:
-        """Every (condition, episode, seed) this job owes a row for."""
-        return [(c, i, s) for c, _ in self.conditions for i, s in self.episodes]
+        """Every (condition, episode, seed) this job still owes a row for."""
+        return [(c, i, s) for c, _ in self.conditions for i, s in self.episodes if (c, i) not in self.skip]
 
 
 def execute_job(job: EngineJob, emit) -> None:
@@ -69,6 +71,9 @@ def execute_job(job: EngineJob, emit) -> None:
         return
     for condition, fields in job.conditions:
         perturbation = Perturbation(**fields)
+        todo = [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]
+        if not todo and not perturbation.is_nominal:
+            continue
         try:
             engine, model = open_engine(profile, harness, perturbation)
         except Exception as exc:
@@ -77,7 +82,7 @@ def execute_job(job: EngineJob, emit) -> None:
         try:
             if perturbation.is_nominal:
                 emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in engine.audit(model)])
-            for episode, seed in job.episodes:
+            for episode, seed in todo:
                 result = run_episode(engine, model, harness, policy, episode=episode, seed=seed,
                                      max_steps=job.max_steps,
                                      record=job.record and perturbation.is_nominal and episode == job.episodes[0][0],

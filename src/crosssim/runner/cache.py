@@ -1,0 +1,85 @@
+"""Per-episode result cache keyed by content, so an interrupted crossval resumes where it stopped.
+
+A row's key hashes everything that decides it: the card, the policy file, the scene file, the
+engine profile, the perturbation, the episode seed, the step limit, crosssim's own source and
+the engine libraries' versions. Same key, same numbers (the determinism tests hold this). Each
+row is its own small file written atomically, so a ``kill -9`` loses at most the episode in
+flight. Failed episodes are not cached: a crash may be transient.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+
+
+@functools.lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    for pkg in ("mujoco", "pybullet", "newton", "warp-lang", "numpy", "torch", "onnxruntime"):
+        try:
+            h.update(f"{pkg}={version(pkg)}".encode())
+        except PackageNotFoundError:
+            pass
+    return h.hexdigest()
+
+
+def _file_digest(path: Path | None) -> str:
+    if path is None or not Path(path).is_file():
+        return "-"
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("CROSSSIM_CACHE", Path.cwd() / ".cache" / "crosssim" / "rows"))
+
+
+class ResultCache:
+    def __init__(self, root: Path, *, card, scene: Path | None, max_steps, trust: bool, profiles: dict[str, dict]):
+        self.root = Path(root)
+        base = {"card": _file_digest(card.path), "policy": _file_digest(card.policy_file),
+                "scene": _file_digest(scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint()}
+        self._base = json.dumps(base, sort_keys=True)
+        self._profiles = profiles
+
+    def key(self, engine: str, condition: str, fields: dict, seed: int) -> str:
+        text = json.dumps([self._base, engine, self._profiles.get(engine), condition, fields, seed], sort_keys=True,
+                          default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        try:
+            data = json.loads(self._path(key).read_text())
+        except (OSError, ValueError):
+            return None  # missing or half-written (never both: writes are atomic) -> recompute
+        if data.get("trajectory"):
+            data["trajectory"] = {k: np.asarray(v) for k, v in data["trajectory"].items()}
+        return data
+
+    def put(self, key: str, row: dict) -> None:
+        if row.get("failure"):
+            return
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            payload = dict(row)
+            if payload.get("trajectory"):
+                payload["trajectory"] = {k: np.asarray(v).tolist() for k, v in payload["trajectory"].items()}
+            tmp.write_text(json.dumps(payload, default=float))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs speed, never the run
