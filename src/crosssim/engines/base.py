@@ -90,6 +90,7 @@ class Engine(Protocol):
 BUILTIN_ENGINES: dict[str, str] = {
     "mujoco": "crosssim.engines.mujoco:EngineMuJoCo",
     "pybullet": "crosssim.engines.pybullet:EnginePyBullet",
+    "newton": "crosssim.engines.newton:EngineNewton",
 }
 
 INSTALL_HINT = {

@@ -1,0 +1,202 @@
+"""EngineNewton: NVIDIA Newton (the physics engine of Isaac Lab 3) on Warp, one column per solver.
+
+The profile picks the solver (``settings.solver``): ``mujoco-warp`` (SolverMuJoCo on MuJoCo-Warp
+kernels, what Isaac Lab 3 runs), ``mujoco-c`` (SolverMuJoCo on MuJoCo's C library),
+``featherstone``, ``xpbd`` or ``semi-implicit``. The MJCF goes through Newton's own importer
+(``ModelBuilder.add_mjcf``); what that importer changes is then reconciled against the canonical
+model (crosssim.engines.newton_model, see docs/engines.md): masses and inertias (``settotalmass``
+is ignored), the anchor of joints Newton merges into one D6 joint, joint parameters, contact
+friction, gravity, native actuators (switched off: crosssim's torques enter as
+``control.joint_f``). ``audit`` reads every parameter back from the Newton model arrays.
+
+Warp compiles its kernels once (about 75 s) into ``$WARP_CACHE_PATH``; when that is unset this
+module points it at ``~/.cache/crosssim/warp`` before Warp is imported.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("WARP_CACHE_PATH", str(Path.home() / ".cache" / "crosssim" / "warp"))
+
+import numpy as np  # noqa: E402
+import warp as wp  # noqa: E402
+
+# Warp logs every kernel-module load to stdout; crosssim's output is its own.
+wp.config.log_level = wp.LOG_WARNING
+
+import newton  # noqa: E402
+
+from crosssim.engines.base import AuditRow, EngineProfile  # noqa: E402
+from crosssim.engines.newton_model import NewtonModel, audit_newton, build_model  # noqa: E402
+from crosssim.frame import InitialState, SimFrame, quat_rotate, quat_to_matrix  # noqa: E402
+
+
+class NewtonState:
+    """Two Newton states (a solver reads one and writes the other), the control, crosssim's clock.
+
+    A model has one live state, created at its first reset and reset in place afterwards: a
+    captured graph replays on these very buffers.
+    """
+
+    def __init__(self, model: NewtonModel):
+        nm = model.nm
+        self.s0, self.s1 = nm.state(), nm.state()
+        self.control = model.control
+        self.time = 0.0
+        self.torques = np.zeros(model.canonical.joint_count)
+        self.joint_f = np.zeros(nm.joint_dof_count)
+        self.tau = wp.zeros(model.canonical.joint_count, dtype=float, device=nm.device)
+        """crosssim's torques, where a kernel adds passive joint torques to them (XPBD)."""
+        self.ik_stale = False
+        self.graph = None
+
+
+class EngineNewton:
+    """Newton on Warp's CPU device; one model, one world."""
+
+    name = "newton"
+
+    def load(self, scene: Path, profile: EngineProfile) -> NewtonModel:
+        return build_model(Path(scene), profile)
+
+    def reset(self, model: NewtonModel, initial: InitialState) -> NewtonState:
+        state = model.state
+        if state is None:
+            state = model.state = NewtonState(model)
+        c = model.canonical
+        qpos, qvel = np.asarray(initial.qpos, float), np.asarray(initial.qvel, float)
+        q = model.nm.joint_q.numpy().copy()
+        qd = np.zeros(model.nm.joint_dof_count)
+        q[model.q_index] = qpos[c.joint_qposadr] - model.joint_offset
+        qd[model.qd_index] = qvel[c.joint_dofadr]
+        if c.free_base:
+            q[model.free_q:model.free_q + 7], qd[model.free_qd:model.free_qd + 6] = _free_to_newton(model, qpos, qvel)
+        for s in (state.s0, state.s1):
+            s.joint_q.assign(q)
+            s.joint_qd.assign(qd)
+            s.clear_forces()
+            newton.eval_fk(model.nm, s.joint_q, s.joint_qd, s)
+        model.reset_solver()
+        state.time, state.ik_stale = 0.0, False
+        state.torques = np.zeros(c.joint_count)
+        return state
+
+    def step(self, model: NewtonModel, state: NewtonState, torques: np.ndarray, n_substeps: int = 1) -> None:
+        torques = np.asarray(torques, dtype=float)
+        state.torques = torques.copy()
+        if model.explicit_passive:  # the graph adds XPBD's missing damping and springs each solver step
+            state.tau.assign(torques)
+        else:
+            state.joint_f[model.qd_index] = torques
+            state.control.joint_f.assign(state.joint_f)
+        for _ in range(n_substeps):
+            if model.capture and not model.cpu_backend:
+                if state.graph is None:  # recording launches nothing; the replay below runs it
+                    with wp.ScopedCapture(device=model.nm.device) as capture:
+                        self._physics_step(model, state)
+                    state.graph = capture.graph
+                wp.capture_launch(state.graph)
+            else:
+                self._physics_step(model, state)
+            state.time += model.dt
+        state.ik_stale = model.maximal
+
+    def _physics_step(self, model: NewtonModel, state: NewtonState) -> None:
+        """One crosssim physics step: ``substeps`` solver steps; the result always ends in ``s0``
+        so that a captured graph replays on the same buffers."""
+        h = model.dt / model.substeps
+        a, b = state.s0, state.s1
+        for _ in range(model.substeps):
+            a.clear_forces()
+            if model.explicit_passive:
+                newton.eval_ik(model.nm, a, a.joint_q, a.joint_qd)
+                wp.launch(_passive_joint_f, dim=len(model.qd_index), device=model.nm.device,
+                          inputs=[a.joint_q, a.joint_qd, *model.passive, state.tau],
+                          outputs=[state.control.joint_f])
+            if model.pipeline is not None:
+                model.pipeline.collide(a, model.contacts)
+            model.solver.step(a, b, state.control, model.contacts, h)
+            a, b = b, a
+        if a is not state.s0:
+            for name in ("joint_q", "joint_qd", "body_q", "body_qd"):
+                wp.copy(getattr(state.s0, name), getattr(a, name))
+
+    def _refresh_joints(self, model: NewtonModel, state: NewtonState) -> None:
+        if state.ik_stale:  # maximal-coordinate solvers move bodies; recover joint coordinates
+            newton.eval_ik(model.nm, state.s0, state.s0.joint_q, state.s0.joint_qd)
+            state.ik_stale = False
+
+    def joint_state(self, model: NewtonModel, state: NewtonState) -> tuple[np.ndarray, np.ndarray]:
+        self._refresh_joints(model, state)
+        c = model.canonical
+        q, qd = state.s0.joint_q.numpy(), state.s0.joint_qd.numpy()
+        qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
+        qpos[c.joint_qposadr] = q[model.q_index] + model.joint_offset
+        qvel[c.joint_dofadr] = qd[model.qd_index]
+        if c.free_base:
+            pos, quat, lin, ang = _free_from_newton(model, q[model.free_q:model.free_q + 7],
+                                                    qd[model.free_qd:model.free_qd + 6])
+            qpos[:3], qpos[3:7], qvel[:3] = pos, quat, lin
+            qvel[3:6] = quat_to_matrix(quat).T @ ang
+        return qpos, qvel
+
+    def frame(self, model: NewtonModel, state: NewtonState, *, contacts: bool = False) -> SimFrame:
+        qpos, qvel = self.joint_state(model, state)
+        pos, quat, lin, ang = _body_frame(model, state, model.body_index[0])
+        wrench = model.contact_wrench(state) if contacts else np.zeros((0, 6))
+        return SimFrame(time=state.time, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
+                        base_lin_vel=lin, base_ang_vel=ang, joint_torque=state.torques.copy(),
+                        body_ext_wrench=wrench)
+
+    def audit(self, model: NewtonModel) -> list[AuditRow]:
+        return audit_newton(model)
+
+    def close(self, model: NewtonModel) -> None:
+        model.state = None
+        model.solver = None
+
+
+@wp.kernel
+def _passive_joint_f(q: wp.array(dtype=float), qd: wp.array(dtype=float), q_index: wp.array(dtype=int),
+                     qd_index: wp.array(dtype=int), damping: wp.array(dtype=float), stiffness: wp.array(dtype=float),
+                     rest: wp.array(dtype=float), tau: wp.array(dtype=float), joint_f: wp.array(dtype=float)):
+    """Generalized force = crosssim's torque - damping qd - stiffness (q - rest), per canonical joint."""
+    k = wp.tid()
+    i = qd_index[k]
+    joint_f[i] = tau[k] - damping[k] * qd[i] - stiffness[k] * (q[q_index[k]] - rest[k])
+
+
+def _quat_xyzw_to_wxyz(q: np.ndarray) -> np.ndarray:
+    return np.array([q[3], q[0], q[1], q[2]], dtype=float)
+
+
+def _body_frame(model: NewtonModel, state: NewtonState, body: int):
+    """Body frame origin pose and velocity, world frame (Newton reports COM twists)."""
+    X = state.s0.body_q.numpy()[body]
+    v = state.s0.body_qd.numpy()[body]
+    quat = _quat_xyzw_to_wxyz(X[3:7])
+    ang = np.asarray(v[3:6], float)
+    com_offset = quat_rotate(quat, model.body_com[body])
+    lin = np.asarray(v[:3], float) - np.cross(ang, com_offset)
+    return np.asarray(X[:3], float), quat, lin, ang
+
+
+def _free_to_newton(model: NewtonModel, qpos: np.ndarray, qvel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical free joint (origin, quat w-x-y-z, origin velocity, body-frame angular velocity)
+    to Newton's (origin, quat x-y-z-w; COM velocity and angular velocity, both world frame)."""
+    pos, quat = qpos[:3], qpos[3:7]
+    norm = np.linalg.norm(quat)
+    quat = quat / norm if norm > 0 else quat
+    ang = quat_rotate(quat, qvel[3:6])
+    com = quat_rotate(quat, model.body_com[model.body_index[0]])
+    lin = qvel[:3] + np.cross(ang, com)
+    return (np.concatenate((pos, quat[1:], quat[:1])), np.concatenate((lin, ang)))
+
+
+def _free_from_newton(model: NewtonModel, q: np.ndarray, qd: np.ndarray):
+    quat = _quat_xyzw_to_wxyz(q[3:7])
+    ang = np.asarray(qd[3:6], float)
+    com = quat_rotate(quat, model.body_com[model.body_index[0]])
+    return np.asarray(q[:3], float), quat, np.asarray(qd[:3], float) - np.cross(ang, com), ang

@@ -1,0 +1,447 @@
+"""Building and reconciling the Newton model for EngineNewton, and reading it back (audit).
+
+Measured on gymnasium's models with Newton 1.8's MJCF importer (docs/engines.md, "Newton"):
+``settotalmass`` is ignored (HalfCheetah 21.2 kg instead of 14.0), the joints of one body are
+merged into one D6 joint whose anchor is the *first* joint's position (Hopper's torso would pitch
+about a point 1.25 m below it), ``<option solver="PGS">`` is rejected, Newton's own contact
+models average the two friction coefficients where MuJoCo takes the larger, and MJCF motors
+become MuJoCo actuators. Each is set back to the canonical model here.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import warp as wp
+
+import newton
+from crosssim.engines.base import AuditRow, EngineProfile
+from crosssim.engines.mujoco import audit_rows
+from crosssim.errors import CrossSimError
+from crosssim.frame import quat_to_matrix
+from crosssim.perturb import apply_model_scales
+from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
+
+MUJOCO_SOLVERS = ("mujoco-warp", "mujoco-c")
+SOLVERS = (*MUJOCO_SOLVERS, "featherstone", "xpbd", "semi-implicit")
+INTEGRATORS = {0: "euler", 1: "rk4", 2: "implicit", 3: "implicitfast"}
+UNLIMITED = 1.0e10  # Newton's "no limit" sentinel
+
+
+@dataclass
+class NewtonModel:
+    canonical: CanonicalModel
+    profile: EngineProfile
+    nm: Any
+    """The finalized ``newton.Model``."""
+    solver_name: str
+    solver: Any
+    pipeline: Any
+    """``newton.CollisionPipeline`` for Newton's own solvers; None for SolverMuJoCo."""
+    contacts: Any
+    control: Any
+    dt: float
+    """crosssim physics step [s]."""
+    substeps: int
+    """Solver steps per physics step."""
+    capture: bool
+    """Replay each physics step as a captured Warp graph."""
+    body_index: np.ndarray
+    """Newton body index of each canonical body."""
+    q_index: np.ndarray
+    """Newton joint coordinate of each canonical joint."""
+    qd_index: np.ndarray
+    """Newton joint dof of each canonical joint (where its torque goes)."""
+    joint_offset: np.ndarray
+    """Canonical qpos minus Newton joint coordinate (MuJoCo's joint ``ref``)."""
+    body_com: np.ndarray
+    """Centre of mass of each Newton body in its body frame [m]."""
+    free_q: int = -1
+    free_qd: int = -1
+    shape_geom: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    """MuJoCo geom of each Newton shape (-1: none)."""
+    floor_mu: float = 1.0
+    notes: dict = field(default_factory=dict)
+    passive: tuple | None = None
+    """Warp arrays (q index, dof index, damping, stiffness, rest position) for XPBD's passive forces."""
+    state: Any = None
+
+    @property
+    def cpu_backend(self) -> bool:
+        return self.solver_name == "mujoco-c"
+
+    @property
+    def maximal(self) -> bool:
+        """Solvers that integrate body poses; joint coordinates come from inverse kinematics."""
+        return self.solver_name in ("xpbd", "semi-implicit")
+
+    @property
+    def explicit_passive(self) -> bool:
+        """XPBD ignores joint damping and springs: the adapter applies them as joint forces
+        computed from the joint state before every solver step (``passive`` holds the arrays)."""
+        return self.passive is not None
+
+    def reset_solver(self) -> None:
+        """Forget warm starts so an episode's numbers depend on its seed alone."""
+        if self.solver_name == "mujoco-c":
+            self.solver.mj_data.qacc_warmstart[:] = 0.0
+        elif self.solver_name == "mujoco-warp":
+            self.solver.mjw_data.qacc_warmstart.zero_()
+
+    def contact_wrench(self, state) -> np.ndarray:
+        from crosssim.engines.newton_contacts import contact_wrench
+
+        return contact_wrench(self, state)
+
+
+def build_model(scene: Path, profile: EngineProfile) -> NewtonModel:
+    c = canonical_model(scene)
+    s = profile.settings
+    m = load_mujoco_model(scene)  # canonical, plus the profile's timestep and perturbations
+    if "timestep" in s:
+        m.opt.timestep = float(s["timestep"])
+    apply_model_scales(m, s)
+    solver_name = str(s.get("solver", "mujoco-warp"))
+    if solver_name not in SOLVERS:
+        raise CrossSimError(f"profile {profile.name}: newton solver {solver_name!r} is not one of {list(SOLVERS)}")
+    builder = newton.ModelBuilder()
+    # <option> is taken from the canonical model below (Newton rejects solver="PGS").
+    builder.add_mjcf(str(scene), parse_mujoco_options=False, parse_visuals=False, parse_sites=False)
+    nm = builder.finalize(device="cpu")
+    notes: dict[str, str] = {}
+
+    body_index = _match_bodies(nm, m)
+    _fix_merged_joint_anchors(nm, m, body_index)
+    q_index, qd_index = _match_joints(nm, m, c, body_index)
+    joint_offset = np.array([m.qpos0[a] for a in c.joint_qposadr])
+    _set_inertia(nm, m, body_index)
+    _set_joint_parameters(nm, c, q_index, qd_index, joint_offset)
+    if solver_name not in MUJOCO_SOLVERS:
+        _set_limit_gains(nm, m, qd_index, s.get("joint_limit") or {}, armature=solver_name == "featherstone")
+    nm.set_gravity(tuple(float(g) for g in c.gravity))
+    control = nm.control()
+    _switch_off_actuators(nm, control)
+    shape_geom = _match_shapes(nm, m, body_index)
+    floor_mu = _set_friction(nm, m, shape_geom, solver_name)
+    if solver_name not in MUJOCO_SOLVERS:
+        _set_contact_parameters(nm, m, c, s.get("contact") or {})
+
+    free_q = free_qd = -1
+    if c.free_base:
+        j = int(np.flatnonzero(nm.joint_child.numpy() == body_index[0])[0])
+        free_q, free_qd = int(nm.joint_q_start.numpy()[j]), int(nm.joint_qd_start.numpy()[j])
+
+    dt = float(m.opt.timestep)
+    # ``substep_dt`` bounds the solver step [s] whatever the scene's timestep (Ant 0.01 s, Hopper 0.002 s).
+    substeps = int(s.get("substeps", 1))
+    if "substep_dt" in s:
+        substeps = max(substeps, int(np.ceil(dt / float(s["substep_dt"]) - 1e-9)))
+    solver, pipeline, contacts = _make_solver(nm, m, solver_name, s, notes)
+    capture = bool(s.get("capture", True)) and solver_name != "mujoco-c"
+    passive = None
+    if solver_name == "xpbd" and bool(s.get("passive_torques", True)):
+        arrays = (q_index, qd_index, c.joint_damping, c.joint_stiffness, c.joint_springref - joint_offset)
+        passive = tuple(wp.array(np.asarray(a), dtype=int if k < 2 else float, device=nm.device)
+                        for k, a in enumerate(arrays))
+    return NewtonModel(
+        canonical=c, profile=profile, nm=nm, solver_name=solver_name, solver=solver, pipeline=pipeline,
+        contacts=contacts, control=control, dt=dt, substeps=substeps, capture=capture, body_index=body_index,
+        q_index=q_index, qd_index=qd_index, joint_offset=joint_offset, body_com=nm.body_com.numpy().astype(float),
+        free_q=free_q, free_qd=free_qd, shape_geom=shape_geom, floor_mu=floor_mu, notes=notes, passive=passive)
+
+
+def _match_bodies(nm, m) -> np.ndarray:
+    """Newton's importer walks the MJCF tree in MuJoCo's order; check it by name."""
+    labels = [str(label).rsplit("/", 1)[-1] for label in nm.body_label]
+    if len(labels) != m.nbody - 1:
+        raise CrossSimError(f"newton: {len(labels)} bodies imported, MuJoCo compiles {m.nbody - 1}")
+    for b in range(1, m.nbody):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)
+        if name is not None and labels[b - 1] != name:
+            raise CrossSimError(f"newton: body {b} is {labels[b - 1]!r}, MuJoCo's is {name!r}")
+    return np.arange(m.nbody - 1)
+
+
+def _body_joint(nm, body: int) -> int:
+    found = np.flatnonzero(nm.joint_child.numpy() == body)
+    if len(found) != 1:
+        raise CrossSimError(f"newton: body {nm.body_label[body]} has {len(found)} parent joints")
+    return int(found[0])
+
+
+def _fix_merged_joint_anchors(nm, m, body_index) -> None:
+    """A body's MJCF joints become one D6 joint anchored at the first joint's ``pos``; MuJoCo
+    rotates each hinge about its own anchor. Slides do not depend on the anchor, so anchoring the
+    D6 at the hinges' common anchor is exact when every slide precedes every hinge."""
+    X_p, X_c = nm.joint_X_p.numpy(), nm.joint_X_c.numpy()
+    changed = False
+    for b in range(1, m.nbody):
+        jnts = list(range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
+        if len(jnts) < 2:
+            continue
+        types = [int(m.jnt_type[j]) for j in jnts]
+        hinges = [j for j, t in zip(jnts, types) if t == mujoco.mjtJoint.mjJNT_HINGE]
+        first_hinge = types.index(int(mujoco.mjtJoint.mjJNT_HINGE)) if hinges else len(types)
+        if any(t == mujoco.mjtJoint.mjJNT_SLIDE for t in types[first_hinge:]):
+            raise CrossSimError(f"newton: body {b} has a slide joint after a hinge; Newton's D6 joint applies "
+                                "translations first, so this MJCF cannot be represented")
+        anchors = np.array([m.jnt_pos[j] for j in hinges]) if hinges else np.array([m.jnt_pos[jnts[0]]])
+        if np.abs(anchors - anchors[0]).max() > 1e-9:
+            raise CrossSimError(f"newton: body {b} has hinges with different anchors; one D6 joint cannot hold them")
+        j = _body_joint(nm, int(body_index[b - 1]))
+        shift = anchors[0] - X_c[j, :3]
+        R = quat_to_matrix(np.array([X_p[j, 6], *X_p[j, 3:6]]))
+        X_p[j, :3] += R @ shift
+        X_c[j, :3] = anchors[0]
+        changed = True
+    if changed:
+        nm.joint_X_p.assign(X_p)
+        nm.joint_X_c.assign(X_c)
+
+
+def _match_joints(nm, m, c: CanonicalModel, body_index) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical joint -> Newton coordinate and dof. Newton orders a merged joint's dofs
+    linear first, then angular, each in MJCF order."""
+    q_start, qd_start, axes = nm.joint_q_start.numpy(), nm.joint_qd_start.numpy(), nm.joint_axis.numpy()
+    joint_ids = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_FREE)]
+    q_index, qd_index = [], []
+    for j in joint_ids:
+        b = int(m.jnt_bodyid[j])
+        jnts = list(range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
+        slides = [i for i in jnts if m.jnt_type[i] == mujoco.mjtJoint.mjJNT_SLIDE]
+        hinges = [i for i in jnts if m.jnt_type[i] == mujoco.mjtJoint.mjJNT_HINGE]
+        local = (slides + hinges).index(j)
+        nj = _body_joint(nm, int(body_index[b - 1]))
+        dof = int(qd_start[nj]) + local
+        axis = m.jnt_axis[j] / np.linalg.norm(m.jnt_axis[j])
+        if np.abs(axes[dof] / np.linalg.norm(axes[dof]) - axis).max() > 1e-5:
+            raise CrossSimError(f"newton: joint {c.joint_names[len(q_index)]} axis {axes[dof]} differs from {axis}")
+        q_index.append(int(q_start[nj]) + local)
+        qd_index.append(dof)
+    return np.array(q_index, dtype=int), np.array(qd_index, dtype=int)
+
+
+def _set_inertia(nm, m, body_index) -> None:
+    """Masses, centres of mass and inertia tensors (about the COM, body frame) from MuJoCo."""
+    mass, com = nm.body_mass.numpy().copy(), nm.body_com.numpy().copy()
+    inertia = nm.body_inertia.numpy().copy()
+    for k, nb in enumerate(body_index):
+        R = quat_to_matrix(m.body_iquat[k + 1])
+        mass[nb], com[nb] = m.body_mass[k + 1], m.body_ipos[k + 1]
+        inertia[nb] = R @ np.diag(m.body_inertia[k + 1]) @ R.T
+    nm.body_mass.assign(mass)
+    nm.body_inv_mass.assign(np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0))
+    nm.body_com.assign(com)
+    nm.body_inertia.assign(inertia)
+    nm.body_inv_inertia.assign(np.array([np.linalg.inv(i) if np.linalg.det(i) > 0 else np.zeros((3, 3))
+                                         for i in inertia]))
+
+
+def _set_joint_parameters(nm, c: CanonicalModel, q_index, qd_index, offset) -> None:
+    arrays = {name: getattr(nm, name).numpy().copy() for name in (
+        "joint_armature", "joint_damping", "joint_friction", "joint_stiffness", "joint_rest_q",
+        "joint_limit_lower", "joint_limit_upper")}
+    arrays["joint_armature"][qd_index] = c.joint_armature
+    arrays["joint_damping"][qd_index] = c.joint_damping
+    arrays["joint_friction"][qd_index] = c.joint_frictionloss
+    arrays["joint_stiffness"][qd_index] = c.joint_stiffness
+    arrays["joint_rest_q"][q_index] = c.joint_springref - offset
+    lo = np.where(c.joint_limited, c.joint_range[:, 0] - offset, -UNLIMITED)
+    hi = np.where(c.joint_limited, c.joint_range[:, 1] - offset, UNLIMITED)
+    arrays["joint_limit_lower"][qd_index], arrays["joint_limit_upper"][qd_index] = lo, hi
+    for name, value in arrays.items():
+        getattr(nm, name).assign(value)
+
+
+def _set_limit_gains(nm, m, qd_index, override: dict, *, armature: bool) -> None:
+    """Penalty joint limits (Featherstone, semi-implicit) as stiff as MuJoCo's soft limits.
+
+    MuJoCo makes a limit a mass-spring-damper per unit effective inertia, k = 1 / (dmax
+    timeconst dampratio)^2 and b = 2 / (dmax timeconst) from solreflimit / solimplimit; times the
+    dof's effective inertia at qpos0 (1 / dof_invweight0) that is a joint stiffness and damping.
+    Newton's defaults (1e4 N m/rad, 10 N m s/rad whatever the inertia) start Ant's ankles, which
+    begin 0.5 rad outside their range, violently enough to throw it 20 m high.
+    """
+    if not armature:  # the solver has no armature: the dof's inertia without it
+        m = copy.copy(m)
+        m.dof_armature[:] = 0.0
+        mujoco.mj_setConst(m, mujoco.MjData(m))
+    joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_FREE)]
+    ke, kd = nm.joint_limit_ke.numpy().copy(), nm.joint_limit_kd.numpy().copy()
+    for k, j in enumerate(joints):
+        timeconst, dampratio = float(m.jnt_solref[j, 0]), float(m.jnt_solref[j, 1])
+        dmax = float(m.jnt_solimp[j, 1])
+        inertia = 1.0 / float(m.dof_invweight0[m.jnt_dofadr[j]])
+        ke[qd_index[k]] = float(override.get("ke", inertia / (dmax * timeconst * dampratio) ** 2))
+        kd[qd_index[k]] = float(override.get("kd", inertia * 2.0 / (dmax * timeconst)))
+    nm.joint_limit_ke.assign(ke)
+    nm.joint_limit_kd.assign(kd)
+
+
+def _switch_off_actuators(nm, control) -> None:
+    """Only crosssim's torques act: no PD targets, MJCF motors with zero gain."""
+    for name in ("joint_target_ke", "joint_target_kd"):
+        getattr(nm, name).zero_()
+    nm.joint_target_mode.zero_()
+    ns = getattr(nm, "mujoco", None)
+    for name in ("actuator_gainprm", "actuator_biasprm"):
+        if ns is not None and getattr(ns, name, None) is not None:
+            getattr(ns, name).zero_()
+    if getattr(control, "mujoco", None) is not None and getattr(control.mujoco, "ctrl", None) is not None:
+        control.mujoco.ctrl.zero_()
+
+
+def _collides_mj(m, g: int) -> bool:
+    return bool(m.geom_contype[g] or m.geom_conaffinity[g])
+
+
+def _match_shapes(nm, m, body_index) -> np.ndarray:
+    """MuJoCo geom of each colliding Newton shape: the k-th colliding geom of the same body."""
+    shape_body, flags = nm.shape_body.numpy(), nm.shape_flags.numpy()
+    collide = (flags & int(newton.ShapeFlags.COLLIDE_SHAPES)) != 0
+    newton_to_mj_body = {int(nb): b + 1 for b, nb in enumerate(body_index)}
+    per_body: dict[int, list[int]] = {}
+    for g in range(m.ngeom):
+        if _collides_mj(m, g):
+            per_body.setdefault(int(m.geom_bodyid[g]), []).append(g)
+    seen: dict[int, int] = {}
+    out = np.full(len(shape_body), -1, dtype=int)
+    for s, nb in enumerate(shape_body):
+        if not collide[s]:
+            continue
+        b = 0 if nb < 0 else newton_to_mj_body[int(nb)]
+        k = seen.get(b, 0)
+        geoms = per_body.get(b, [])
+        if k < len(geoms):
+            out[s] = geoms[k]
+        seen[b] = k + 1
+    return out
+
+
+def _set_friction(nm, m, shape_geom, solver_name: str) -> float:
+    """MuJoCo takes max(mu_a, mu_b) for a contact, Newton's own contact models the mean: keep
+    the floor's coefficient and give each robot shape 2 max(mu, floor) - floor, so that every
+    robot-floor contact gets MuJoCo's friction."""
+    mu = nm.shape_material_mu.numpy().copy()
+    world = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides_mj(m, g)]
+    floor = float(max((m.geom_friction[g, 0] for g in world), default=0.0))
+    for s, g in enumerate(shape_geom):
+        if g < 0:
+            continue
+        mu[s] = m.geom_friction[g, 0]
+        if solver_name not in MUJOCO_SOLVERS and m.geom_bodyid[g] != 0:
+            mu[s] = 2.0 * max(mu[s], floor) - floor
+    nm.shape_material_mu.assign(mu)
+    return floor
+
+
+def _set_contact_parameters(nm, m, c: CanonicalModel, contact: dict | str) -> dict:
+    """Penalty contact stiffness / damping / friction gain of Newton's own solvers.
+
+    ``contact: mujoco`` derives them from MuJoCo's contact softness: solref (time constant,
+    damping ratio) and solimp's dmax make a contact a mass-spring-damper per unit mass, k = 1 /
+    (dmax timeconst dampratio)^2, b = 2 / (dmax timeconst); the robot's whole mass resting on one
+    contact turns that into ke = M k, kd = kf = M b. A mapping sets ke / kd / kf / ka directly
+    (``from: mujoco`` in it starts from the derived values).
+    """
+    if isinstance(contact, dict) and contact.get("from") == "mujoco":  # derived ke / kd, other keys kept
+        contact = {**_set_contact_parameters(nm, m, c, "mujoco"), **{k: v for k, v in contact.items() if k != "from"}}
+    if contact == "mujoco":
+        robot = [g for g in range(m.ngeom) if m.geom_bodyid[g] != 0 and _collides_mj(m, g)]
+        timeconst = float(np.mean(m.geom_solref[robot, 0]))
+        dampratio = float(np.mean(m.geom_solref[robot, 1]))
+        dmax = float(np.mean(m.geom_solimp[robot, 1]))
+        mass = float(m.body_mass[1:].sum())
+        kd = 2.0 * mass / (dmax * timeconst)
+        # MuJoCo's friction constraints share the normal direction's impedance: kf = kd.
+        contact = {"ke": mass / (dmax * timeconst * dampratio) ** 2, "kd": kd, "kf": kd}
+    elif not isinstance(contact, dict):
+        raise CrossSimError(f"newton: settings.contact is 'mujoco' or a mapping of ke/kd/kf/ka, not {contact!r}")
+    for key in ("ke", "kd", "kf", "ka"):
+        if key in contact:
+            getattr(nm, f"shape_material_{key}").fill_(float(contact[key]))
+    return contact
+
+
+def _make_solver(nm, m, name: str, s: dict, notes: dict):
+    args = dict(s.get("solver_args") or {})
+    if name in MUJOCO_SOLVERS:
+        opt = m.opt
+        solver_type = {0: None, 1: "cg", 2: "newton"}[int(opt.solver)]
+        if solver_type is None:
+            notes["solver"] = "MuJoCo's PGS solver is not available through Newton; Newton solver used"
+            solver_type = "newton"
+        kwargs = dict(use_mujoco_cpu=name == "mujoco-c", integrator=INTEGRATORS[int(opt.integrator)],
+                      solver=solver_type, iterations=int(opt.iterations), ls_iterations=int(opt.ls_iterations),
+                      cone=int(opt.cone), impratio=float(opt.impratio), tolerance=float(opt.tolerance),
+                      ls_tolerance=float(opt.ls_tolerance))
+        kwargs.update(args)
+        return newton.solvers.SolverMuJoCo(nm, **kwargs), None, None
+    cls = {"featherstone": newton.solvers.SolverFeatherstone, "xpbd": newton.solvers.SolverXPBD,
+           "semi-implicit": newton.solvers.SolverSemiImplicit}[name]
+    solver = cls(nm, **args)
+    pipeline = newton.CollisionPipeline(nm)
+    return solver, pipeline, pipeline.contacts()
+
+
+# -- audit --------------------------------------------------------------------------------------
+def audit_newton(model: NewtonModel) -> list[AuditRow]:
+    """Parameters read back from the Newton model arrays (what the solver is handed)."""
+    c, nm, name = model.canonical, model.nm, model.solver_name
+    nb = model.body_index
+    inertia = nm.body_inertia.numpy()[nb]
+    # Expressed in MuJoCo's principal frame, so a wrong frame shows up as well as a wrong value.
+    principal = np.array([np.diag(quat_to_matrix(q).T @ i @ quat_to_matrix(q)) for q, i in zip(c.body_iquat, inertia)])
+    off = model.joint_offset
+    lo = nm.joint_limit_lower.numpy()[model.qd_index] + off
+    hi = nm.joint_limit_upper.numpy()[model.qd_index] + off
+    mu = nm.shape_material_mu.numpy()
+    floor = max((mu[s] for s, g in enumerate(model.shape_geom) if g >= 0 and c.geom_body[g] == "world"), default=0.0)
+    geom_mu = np.full(len(c.geom_body), np.nan)
+    for s, g in enumerate(model.shape_geom):
+        if g >= 0:
+            geom_mu[g] = max(mu[s], floor) if name in MUJOCO_SOLVERS else 0.5 * (mu[s] + floor)
+    got = {
+        "timestep": model.dt,
+        "integrator": _integrator(model),
+        "body_mass": nm.body_mass.numpy()[nb],
+        "body_inertia": principal,
+        "joint_range": np.stack([lo, hi], axis=1),
+        "joint_damping": nm.joint_damping.numpy()[model.qd_index],
+        "joint_armature": nm.joint_armature.numpy()[model.qd_index] if name not in ("xpbd", "semi-implicit") else None,
+        "joint_frictionloss": nm.joint_friction.numpy()[model.qd_index] if name in MUJOCO_SOLVERS else None,
+        "joint_stiffness": nm.joint_stiffness.numpy()[model.qd_index],
+        "geom_friction": geom_mu,
+        "actuator_gear": c.actuator_gear,
+    }
+    notes = {
+        "timestep": f"{model.substeps} solver step(s) per physics step" if model.substeps > 1 else "",
+        "integrator": {"featherstone": "Featherstone integrates semi-implicit Euler only",
+                       "xpbd": "XPBD is a position-based integrator (reported as Euler)",
+                       "semi-implicit": "semi-implicit Euler only"}.get(name, "passed to SolverMuJoCo from the canonical model"),
+        "joint_range": ("MuJoCo soft limits" if name in MUJOCO_SOLVERS else
+                        "penalty limits (joint_limit_ke/kd)" if name != "xpbd" else "hard positional limits"),
+        "joint_damping": "applied by the adapter as explicit torque -d*qd (XPBD ignores joint damping)" if name == "xpbd" else "",
+        "joint_stiffness": "applied by the adapter as explicit torque (XPBD ignores joint springs)" if name == "xpbd" else "",
+        "joint_armature": f"Newton's {name} solver has no joint armature" if name in ("xpbd", "semi-implicit") else "",
+        "joint_frictionloss": f"Newton's {name} solver has no dry joint friction" if name not in MUJOCO_SOLVERS else "",
+        "geom_friction": ("body-floor contact: max of the two (MuJoCo)" if name in MUJOCO_SOLVERS else
+                          "body-floor contact: Newton averages the two; robot shapes set to 2 max(mu, floor) - floor"),
+        "actuator_gear": "crosssim applies gear x ctrl itself (MJCF actuators switched off)",
+        **model.notes,
+    }
+    return audit_rows(c, got, {k: v for k, v in notes.items() if v})
+
+
+def _integrator(model: NewtonModel) -> int:
+    if model.solver_name == "mujoco-c":
+        return int(model.solver.mj_model.opt.integrator)
+    if model.solver_name == "mujoco-warp":
+        value = model.solver.mjw_model.opt.integrator
+        return int(value.numpy().ravel()[0]) if hasattr(value, "numpy") else int(value)
+    return 0
