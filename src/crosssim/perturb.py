@@ -98,6 +98,44 @@ def apply_model_scales(m, settings: dict) -> None:
     divisor = int(settings.get("dt_divisor", 1))
     if divisor != 1:
         m.opt.timestep = m.opt.timestep / divisor
+    # Joint parameters a calibrated profile (crosssim calibrate, docs/real.md) may scale.
+    for key, field_name in JOINT_SCALES.items():
+        scale = float(settings.get(key, 1.0))
+        if scale != 1.0:
+            values = getattr(m, field_name)
+            values[:] = values * scale
+
+
+JOINT_SCALES = {"damping_scale": "dof_damping", "armature_scale": "dof_armature",
+                "frictionloss_scale": "dof_frictionloss"}
+"""Profile settings that scale a MuJoCo per-dof array (every dof)."""
+
+MODEL_SCALES = ("friction_scale", "mass_scale", "dt_divisor", *JOINT_SCALES)
+"""Model-level settings that compose by multiplication (profile x perturbation)."""
+
+
+def merge_model_settings(settings: dict, p: "Perturbation") -> dict:
+    """A profile's settings with ``p``'s model-level settings on top: scales multiply, so a
+    perturbation of a calibrated profile is a gap from the calibrated model, not the canonical one."""
+    out = dict(settings)
+    for key, value in p.model_settings().items():
+        out[key] = type(value)(value * settings.get(key, 1)) if key in MODEL_SCALES else value
+    return out
+
+
+def with_profile(p: "Perturbation", settings: dict | None) -> "Perturbation":
+    """``p`` on top of a profile's harness-level settings (a calibrated profile's motor strength,
+    latency, lag): strengths multiply, latencies and lags add, torque limits take the tighter."""
+    s = settings or {}
+    if not any(k in s for k in ("motor_strength", "motor_lag", "action_latency", "torque_limit")):
+        return p
+    limit = s.get("torque_limit")
+    if limit is not None and p.torque_limit is not None:
+        limit = min(float(limit), p.torque_limit)
+    return replace(p, motor_strength=p.motor_strength * float(s.get("motor_strength", 1.0)),
+                   motor_lag=p.motor_lag + float(s.get("motor_lag", 0.0)),
+                   action_latency=p.action_latency + int(s.get("action_latency", 0)),
+                   torque_limit=p.torque_limit if limit is None else float(limit))
 
 
 class ActuatorChain:

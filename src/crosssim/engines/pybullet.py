@@ -52,6 +52,8 @@ class PyBulletModel:
     """'emulate' (mass-matrix compensation, fixed-base robots) or 'ignore'."""
     frictionloss: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Dry friction torque per canonical joint as applied (zero-velocity motors)."""
+    joint_armature: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Armature per canonical joint as simulated (emulated or folded into inertia)."""
     limits: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     """Joint limits set in PyBullet (its own coordinates), NaN where unlimited."""
     floor: int | None = None
@@ -193,7 +195,9 @@ class EnginePyBullet:
         # Native velocity motors hold every joint still unless switched off; where the model has
         # dry joint friction, a zero-velocity motor whose force is capped at it *is* dry friction,
         # solved implicitly by Bullet's constraint solver (crosssim's torques act on top).
-        friction = c.joint_frictionloss if s.get("frictionloss", "emulate") == "emulate" else np.zeros(len(jl))
+        # Damping, armature and dry friction from ``m``: a profile may scale them (apply_model_scales).
+        dofs = c.joint_dofadr
+        friction = m.dof_frictionloss[dofs].copy() if s.get("frictionloss", "emulate") == "emulate" else np.zeros(len(jl))
         pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,
                                            targetVelocities=[0.0] * len(jl), forces=list(map(float, friction)), **pb)
         # MuJoCo's joint limits become PyBullet's (hard limits; MuJoCo's are soft constraints).
@@ -209,7 +213,8 @@ class EnginePyBullet:
             body_link=body_link[1:].copy(),
             base_ipos=m.body_ipos[1].copy(), base_iquat=np.asarray(inertia[1][1], dtype=float).copy(),
             root_offset=np.asarray(body_anchor[1][1], dtype=float).copy(),
-            damping=c.joint_damping.copy(),
+            damping=m.dof_damping[dofs].copy(),
+            joint_armature=m.dof_armature[dofs].copy(),
             link_mass=np.array([m.body_mass[b] for b in range(1, m.nbody)]),
             armature=armature,
             frictionloss=np.asarray(friction, dtype=float),
@@ -250,7 +255,7 @@ class EnginePyBullet:
         for _ in range(n_substeps):
             q, qd = self._joint_arrays(model)
             tau = torques - model.damping * qd - c.joint_stiffness * (q - c.joint_springref)
-            if model.armature == "emulate" and model.canonical.joint_armature.any():
+            if model.armature == "emulate" and model.joint_armature.any():
                 tau = self._armature_compensation(model, q, qd, tau)
             pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
             pybullet.stepSimulation(**pb)
@@ -274,7 +279,7 @@ class EnginePyBullet:
         pq = list(q - model.joint_offset)
         M = np.array(pybullet.calculateMassMatrix(model.robot, pq, **pb))
         h = np.array(pybullet.calculateInverseDynamics(model.robot, pq, list(qd), [0.0] * len(pq), **pb))
-        A = np.diag(model.canonical.joint_armature)
+        A = np.diag(model.joint_armature)
         return h + M @ np.linalg.solve(M + A, tau - h)
 
     def joint_state(self, model: PyBulletModel, state: PyBulletModel) -> tuple[np.ndarray, np.ndarray]:
@@ -374,8 +379,8 @@ class EnginePyBullet:
             "joint_range": np.stack([lo, hi], axis=1),
             "joint_damping": model.damping,
             "joint_armature": None if model.armature == "ignore" else np.where(
-                np.array(c.joint_type) == "hinge", c.joint_armature, np.nan) if model.armature == "inertia"
-            else c.joint_armature,
+                np.array(c.joint_type) == "hinge", model.joint_armature, np.nan) if model.armature == "inertia"
+            else model.joint_armature,
             "joint_frictionloss": model.frictionloss,
             "joint_stiffness": c.joint_stiffness,
             "geom_friction": geom_mu,

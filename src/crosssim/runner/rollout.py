@@ -10,7 +10,7 @@ import numpy as np
 
 from crosssim.engines.base import Engine, EngineProfile, get_engine
 from crosssim.errors import CrossSimError, EngineFailure
-from crosssim.perturb import Perturbation
+from crosssim.perturb import Perturbation, merge_model_settings
 from crosssim.runner.harness import Harness
 from crosssim.runner.stepper import ControlStepper
 from crosssim.policies.base import Policy
@@ -89,5 +89,5 @@ def open_engine(profile: EngineProfile, harness: Harness, perturbation: Perturba
     """
     engine = get_engine(profile.engine)
     if perturbation is not None and perturbation.model_settings():
-        profile = EngineProfile(profile.name, profile.engine, {**profile.settings, **perturbation.model_settings()})
+        profile = EngineProfile(profile.name, profile.engine, merge_model_settings(profile.settings, perturbation))
     return engine, engine.load(harness.scene, profile)

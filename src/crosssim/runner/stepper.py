@@ -13,13 +13,16 @@ import numpy as np
 from crosssim.engines.base import check_finite
 from crosssim.errors import CrossSimError
 from crosssim.frame import InitialState, SimFrame
-from crosssim.perturb import ActuatorChain, Perturbation
+from crosssim.perturb import ActuatorChain, Perturbation, with_profile
 
 
 class ControlStepper:
     def __init__(self, engine, model, harness, perturbation: Perturbation | None = None, *, name: str | None = None):
         self.engine, self.model, self.harness = engine, model, harness
-        self.p = perturbation or Perturbation()
+        # A profile's harness-level settings (a calibrated motor strength, latency) act like a
+        # perturbation that every condition starts from.
+        profile = getattr(model, "profile", None)
+        self.p = with_profile(perturbation or Perturbation(), getattr(profile, "settings", None))
         self.name = name or engine.name
         c, task = harness.canonical, harness.task
         self.substeps = task.frame_skip * self.p.dt_divisor
