@@ -60,7 +60,7 @@ class Actuation:
     def target(self, action: np.ndarray) -> np.ndarray:
         """What the action means for this law: clipped ctrl (motor) or joint targets (pd)."""
         if self.mode == "motor":
-            return np.clip(action, self.ctrl_low, self.ctrl_high)
+            return np.minimum(np.maximum(action, self.ctrl_low), self.ctrl_high)
         target = self.scale * action + self.default_pos
         if self.target_low is not None:
             target = np.clip(target, self.target_low, self.target_high)

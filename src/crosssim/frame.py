@@ -57,7 +57,8 @@ class SimFrame:
         return quat_rotate_inverse(self.base_quat, self.base_lin_vel)
 
     def is_finite(self) -> bool:
-        return bool(np.isfinite(self.qpos).all() and np.isfinite(self.qvel).all())
+        # A sum is NaN or inf as soon as one element is (inf - inf is NaN): one check, not two arrays.
+        return bool(np.isfinite(self.qpos.sum() + self.qvel.sum()))
 
 
 def quat_to_matrix(q: np.ndarray) -> np.ndarray:

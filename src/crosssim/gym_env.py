@@ -7,6 +7,7 @@ from typing import Callable
 import gymnasium as gym
 import numpy as np
 
+from crosssim.errors import EngineFailure
 from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
 from crosssim.runner.harness import Harness
@@ -64,8 +65,6 @@ class CrossSimEnv(gym.Env):
 
     def step(self, action):
         action = np.asarray(action, dtype=float)
-        from crosssim.errors import EngineFailure
-
         self._steps += 1
         try:
             after = self.stepper.step(action)
@@ -74,7 +73,7 @@ class CrossSimEnv(gym.Env):
         step = self.task.step(self._frame, after, action, self._task_state, self.stepper.control_dt)
         self._frame = after
         obs = self.stepper.observe(after, self._task_state)
-        return obs, float(step.reward), bool(step.terminated), self._steps >= self.max_steps, dict(step.terms)
+        return obs, float(step.reward), bool(step.terminated), self._steps >= self.max_steps, step.terms
 
     def close(self):
         if self.model is not None:

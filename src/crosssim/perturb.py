@@ -146,12 +146,15 @@ class ActuatorChain:
         self.limit = None if p.torque_limit is None else p.torque_limit * max_torque
         self.alpha = 1.0 if p.motor_lag <= 0 else physics_dt / (p.motor_lag + physics_dt)
         self.applied = np.zeros(joint_count)
+        self.identity = p.motor_strength == 1.0 and self.limit is None and self.alpha == 1.0
 
     @property
     def stateful(self) -> bool:
         return self.alpha < 1.0
 
     def __call__(self, tau: np.ndarray) -> np.ndarray:
+        if self.identity:
+            return tau
         tau = tau * self.p.motor_strength
         if self.limit is not None:
             tau = np.clip(tau, -self.limit, self.limit)

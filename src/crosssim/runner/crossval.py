@@ -97,6 +97,7 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
     audits: dict[str, list[dict]] = {}
     errors: dict[str, str] = {}
     trajectories: dict[str, dict] = {}
+    resources: dict[str, dict] = {}
     cache = _cache(card, config)
     skips = {}
     for e in config.engines:
@@ -130,6 +131,8 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
                 progress(e, len(rows[e]), len(job.units()), payload)
         elif kind == "audit":
             audits[e] = payload
+        elif kind == "done" and payload:
+            resources[e] = payload
         elif kind in ("error", "lost"):
             errors[e] = payload
             done = {(r["condition"], r["episode"]) for r in rows[e]}
@@ -161,6 +164,7 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
         write_atomic(out / "trajectories.npz", lambda p: np.savez_compressed(
             p, **{f"{e}/{ep}/{k}": v for e, eps in trajectories.items() for ep, tr in eps.items() for k, v in tr.items()}))
     summary = summarize(df[df.condition == "nominal"], card, config, audits, errors)
+    summary["workers"] = resources
     if config.risk:
         from crosssim.risk import risk_profile
 

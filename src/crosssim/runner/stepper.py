@@ -70,8 +70,10 @@ class ControlStepper:
         """Apply one (checked) action for one control period; return the new frame (finite)."""
         engine, model, act = self.engine, self.model, self.harness.actuation
         self.observer.acted(action)
-        self._pending.append(action)
-        target = act.target(self._pending.popleft())
+        if self.p.action_latency:
+            self._pending.append(action)
+            action = self._pending.popleft()
+        target = act.target(action)
         if act.constant_over_substeps and not self._chain.stateful:
             q, qd = engine.joint_state(model, self.state)
             engine.step(model, self.state, self._chain(act.torques(target, q, qd)), self.substeps)

@@ -90,7 +90,9 @@ def execute_job(job: EngineJob, emit) -> None:
                 emit("row", dataclasses.asdict(result) | {"condition": condition})
         finally:
             engine.close(model)
-    emit("done", None)
+    import resource
+
+    emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
 
 def _worker_main(job: EngineJob, q) -> None:

@@ -1,0 +1,158 @@
+"""Speed benchmarks, each a ratio of two things measured side by side in this one run.
+
+    .venv/bin/python bench/bench_speed.py            (or `make bench`)
+
+The machines are shared and noisy: compare ratios, not absolute rates.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT / "tests" / "cards" / "zoo" / "ppo-Hopper.yaml"
+DEFAULT = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
+
+
+def timed(fn, *, repeat: int = 3) -> float:
+    """Best wall time of ``repeat`` runs [s] (the least disturbed by other load)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def bench_step_path(steps: int = 4000) -> dict:
+    """crosssim's MuJoCo path (engine step + SimFrame + observation) vs raw mj_step + the same observation."""
+    import mujoco
+
+    from crosssim.engines import EngineProfile, get_engine
+    from crosssim.frame import InitialState
+    from crosssim.runner.harness import Harness
+
+    h = Harness.for_task("Hopper")
+    c = h.canonical
+    engine = get_engine("mujoco")
+    model = engine.load(h.scene, EngineProfile("mujoco", "mujoco"))
+    m = mujoco.MjModel.from_xml_path(str(h.scene))
+    d = mujoco.MjData(m)
+    tau = np.zeros(c.joint_count)
+
+    def raw():
+        d.qpos[:], d.qvel[:] = c.qpos0, 0
+        for _ in range(steps // 4):
+            mujoco.mj_step(m, d, nstep=4)
+            np.concatenate((d.qpos[1:], np.clip(d.qvel, -10, 10)))
+
+    def ours():
+        state = engine.reset(model, InitialState(c.qpos0.copy(), np.zeros(c.nv)))
+        for _ in range(steps // 4):
+            engine.step(model, state, tau, 4)
+            h.task.observe(engine.frame(model, state), {})
+
+    t_raw, t_ours = timed(raw), timed(ours)
+    return {"raw mj_step + obs [control steps/s]": steps / 4 / t_raw,
+            "crosssim engine path [control steps/s]": steps / 4 / t_ours,
+            "ratio crosssim / raw (target >= 0.9)": t_raw / t_ours}
+
+
+def bench_env(steps: int = 3000) -> dict:
+    """crosssim's Hopper gymnasium Env vs gymnasium's Hopper-v5, the same SB3 policy driving both."""
+    import gymnasium as gym
+
+    from crosssim.gym_env import make_env
+    from crosssim.policies.sb3 import SB3ActorPolicy
+
+    card_policy = ROOT.parent / "shared" / "fixtures" / "rl-zoo" / "ppo" / "Hopper-v3_1" / "Hopper-v3.zip"
+    policy = SB3ActorPolicy(card_policy, low=-np.ones(3), high=np.ones(3)) if card_policy.exists() else None
+    act = (lambda o: policy.act(o)) if policy else (lambda o: np.zeros(3))
+
+    def run(env):
+        obs, _ = env.reset(seed=0)
+        for _ in range(steps):
+            obs, _, term, trunc, _ = env.step(act(obs))
+            if term or trunc:
+                obs, _ = env.reset()
+
+    ref, ours = gym.make("Hopper-v5"), make_env("Hopper", engine="mujoco")
+    t_ref, t_ours = timed(lambda: run(ref)), timed(lambda: run(ours))
+    return {"gymnasium Hopper-v5 [env steps/s]": steps / t_ref, "crosssim Hopper (mujoco) [env steps/s]": steps / t_ours,
+            "ratio crosssim / gymnasium (target >= 1.0)": t_ref / t_ours}
+
+
+def bench_batched_inference(batch: int = 64, rounds: int = 200) -> dict:
+    """One batched forward for all episodes vs one forward per episode, MLP policies."""
+    import torch
+
+    torch.set_num_threads(1)
+    net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(48, 256), torch.nn.ELU(), torch.nn.Linear(256, 128),
+                                               torch.nn.ELU(), torch.nn.Linear(128, 12)))
+    path = Path(tempfile.mkdtemp()) / "mlp.pt"
+    net.save(str(path))
+    from crosssim.policies.torchscript import TorchScriptPolicy
+
+    policy = TorchScriptPolicy(path, obs_size=48)
+    obs = np.random.default_rng(0).normal(size=(batch, 48))
+    one = timed(lambda: [[policy.act(o) for o in obs] for _ in range(rounds // 10)])
+    many = timed(lambda: [policy.act(obs) for _ in range(rounds // 10)])
+    return {f"one-at-a-time [policy evals/s]": batch * rounds // 10 / one,
+            f"batched x{batch} [policy evals/s]": batch * rounds // 10 / many,
+            "ratio batched / one-at-a-time (target >= 5)": one / many}
+
+
+def bench_workers(episodes: int = 6) -> dict:
+    """A full crossval (2 engines, nominal + sweeps) on 1 worker vs 2 workers; peak memory per worker."""
+    from crosssim.runner import CrossvalConfig, run_crossval
+
+    card = DEFAULT if DEFAULT.exists() else ZOO
+    out = Path(tempfile.mkdtemp())
+    results = {}
+    for workers in (1, 2):
+        cfg = CrossvalConfig(policy=str(card), engines=("mujoco", "pybullet"), episodes=episodes, max_steps=300,
+                             workers=workers, out=str(out / f"w{workers}"), cache=False, report=False)
+        t = time.perf_counter()
+        summary = run_crossval(cfg)
+        results[workers] = (time.perf_counter() - t, summary["workers"])
+    rss = max(w["max_rss_mb"] for w in results[2][1].values())
+    return {"1 worker [s]": results[1][0], "2 workers [s]": results[2][0],
+            "speed-up 2 workers / 1 (target >= 1.8)": results[1][0] / results[2][0],
+            "peak RSS per engine worker [MB]": rss}
+
+
+def bench_default_crossval() -> dict:
+    """`make crossval` as shipped: default policy, default engines, 20 episodes, risk and report."""
+    from crosssim.runner import CrossvalConfig, run_crossval
+
+    card = DEFAULT if DEFAULT.exists() else ZOO
+    cfg = CrossvalConfig(policy=str(card), episodes=20, out=tempfile.mkdtemp(), cache=False)
+    t = time.perf_counter()
+    run_crossval(cfg)
+    return {"default crossval wall time [s] (target < 60)": time.perf_counter() - t,
+            "main process peak RSS [MB]": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+BENCHES = [bench_step_path, bench_env, bench_batched_inference, bench_workers, bench_default_crossval]
+
+
+def main(argv=None) -> None:
+    only = set(argv or sys.argv[1:])
+    for bench in BENCHES:
+        if only and bench.__name__ not in only:
+            continue
+        print(f"\n## {bench.__name__}: {bench.__doc__.strip().splitlines()[0]}", flush=True)
+        for k, v in bench().items():
+            print(f"  {k:<52} {v:12.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    main()
