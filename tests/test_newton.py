@@ -206,6 +206,20 @@ def test_audit_reconciles_settotalmass():
     assert total == pytest.approx(14.0, rel=1e-5)  # Newton's importer gives 21.18 kg
 
 
+def test_profile_and_perturbation_scales_reach_the_newton_model():
+    """Model-level settings (perturbations, calibrated profiles) act on Newton as on MuJoCo."""
+    scene = resolve_scene(ROBOTS[0])
+    c = canonical_model(scene)
+    engine = get_engine("newton")
+    settings = {"solver": "xpbd", "mass_scale": 1.1, "damping_scale": 2.0, "armature_scale": 0.5, "dt_divisor": 2}
+    model = engine.load(scene, EngineProfile("scaled", "newton", settings))
+    np.testing.assert_allclose(model.nm.body_mass.numpy()[model.body_index], 1.1 * c.body_mass, rtol=1e-6)
+    np.testing.assert_allclose(model.nm.joint_damping.numpy()[model.qd_index], 2.0 * c.joint_damping, rtol=1e-6)
+    np.testing.assert_allclose(model.passive[2].numpy(), 2.0 * c.joint_damping, rtol=1e-6)  # XPBD's explicit damping
+    np.testing.assert_allclose(model.nm.joint_armature.numpy()[model.qd_index], 0.5 * c.joint_armature, rtol=1e-6)
+    assert model.dt == pytest.approx(c.timestep / 2)
+
+
 def test_audit_flags_a_wrong_mass():
     engine, model = _load("newton-mujoco-warp", ROBOTS[0])
     mass = model.nm.body_mass.numpy()

@@ -120,7 +120,7 @@ def build_model(scene: Path, profile: EngineProfile) -> NewtonModel:
     q_index, qd_index = _match_joints(nm, m, c, body_index)
     joint_offset = np.array([m.qpos0[a] for a in c.joint_qposadr])
     _set_inertia(nm, m, body_index)
-    _set_joint_parameters(nm, c, q_index, qd_index, joint_offset)
+    _set_joint_parameters(nm, m, c, q_index, qd_index, joint_offset)
     if solver_name not in MUJOCO_SOLVERS:
         _set_limit_gains(nm, m, qd_index, s.get("joint_limit") or {}, armature=solver_name == "featherstone")
     nm.set_gravity(tuple(float(g) for g in c.gravity))
@@ -145,7 +145,7 @@ def build_model(scene: Path, profile: EngineProfile) -> NewtonModel:
     capture = bool(s.get("capture", True)) and solver_name != "mujoco-c"
     passive = None
     if solver_name == "xpbd" and bool(s.get("passive_torques", True)):
-        arrays = (q_index, qd_index, c.joint_damping, c.joint_stiffness, c.joint_springref - joint_offset)
+        arrays = (q_index, qd_index, m.dof_damping[c.joint_dofadr], c.joint_stiffness, c.joint_springref - joint_offset)
         passive = tuple(wp.array(np.asarray(a), dtype=int if k < 2 else float, device=nm.device)
                         for k, a in enumerate(arrays))
     return NewtonModel(
@@ -242,13 +242,16 @@ def _set_inertia(nm, m, body_index) -> None:
                                          for i in inertia]))
 
 
-def _set_joint_parameters(nm, c: CanonicalModel, q_index, qd_index, offset) -> None:
+def _set_joint_parameters(nm, m, c: CanonicalModel, q_index, qd_index, offset) -> None:
+    """Joint parameters; damping, armature and dry friction from ``m``, which a (calibrated)
+    profile may have scaled (``apply_model_scales``)."""
     arrays = {name: getattr(nm, name).numpy().copy() for name in (
         "joint_armature", "joint_damping", "joint_friction", "joint_stiffness", "joint_rest_q",
         "joint_limit_lower", "joint_limit_upper")}
-    arrays["joint_armature"][qd_index] = c.joint_armature
-    arrays["joint_damping"][qd_index] = c.joint_damping
-    arrays["joint_friction"][qd_index] = c.joint_frictionloss
+    dofs = c.joint_dofadr
+    arrays["joint_armature"][qd_index] = m.dof_armature[dofs]
+    arrays["joint_damping"][qd_index] = m.dof_damping[dofs]
+    arrays["joint_friction"][qd_index] = m.dof_frictionloss[dofs]
     arrays["joint_stiffness"][qd_index] = c.joint_stiffness
     arrays["joint_rest_q"][q_index] = c.joint_springref - offset
     lo = np.where(c.joint_limited, c.joint_range[:, 0] - offset, -UNLIMITED)
