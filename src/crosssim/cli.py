@@ -76,13 +76,14 @@ def _progress(stream=sys.stderr):
 
 
 def cmd_crossval(args) -> int:
+    from crosssim.real.cli import print_real
     from crosssim.runner import CrossvalConfig, run_crossval
 
     config = CrossvalConfig(
         policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
         episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
         trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
-        inline=args.inline, risk=args.risk, report=args.report, cache=args.cache,
+        inline=args.inline, risk=args.risk, report=args.report, cache=args.cache, real=args.real,
     )
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
@@ -90,6 +91,7 @@ def cmd_crossval(args) -> int:
     print_table(summary)
     if "risk" in summary:
         print_risk(summary["risk"])
+    print_real(summary)
     print(f"\nresults: {summary['out']}/results.parquet  summary: {summary['out']}/summary.json")
     if summary.get("report"):
         print(f"report: {summary['report']}")
@@ -149,15 +151,24 @@ def cmd_gate(args) -> int:
         return run_crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
                                            out=out, trust_policy_code=False), progress=None)
 
+    def read_summary(folder: str) -> dict:
+        path = Path(folder) / "summary.json"
+        try:
+            return json.loads(path.read_text())
+        except OSError as exc:
+            raise CrossSimError(f"{path}: cannot read it ({exc.strerror}); pass a crossval output folder") from None
+        except ValueError as exc:
+            raise CrossSimError(f"{path}: not valid JSON ({exc}); rerun crossval for this folder") from None
+
     if args.run:
-        summary = json.loads((Path(args.run) / "summary.json").read_text())
+        summary = read_summary(args.run)
     elif args.policy:
         summary = evaluate(args.policy, args.out)
     else:
         raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
     baseline = None
     if args.baseline:
-        baseline = json.loads((Path(args.baseline) / "summary.json").read_text())
+        baseline = read_summary(args.baseline)
     elif args.baseline_ref:
         from crosssim.gitutil import card_at_ref
 
@@ -208,6 +219,7 @@ def cmd_tasks(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from crosssim.real.cli import add_commands as add_real_commands, add_crossval_option
     from crosssim.runner import CrossvalConfig
 
     h = lambda name: _help(CrossvalConfig, name)  # noqa: E731
@@ -229,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
     c.add_argument("--no-cache", dest="cache", action="store_false", help=h("cache") + " Off: recompute everything.")
     c.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_crossval_option(c)  # --real LOGDIR
     c.set_defaults(func=cmd_crossval)
     a = sub.add_parser("audit", help="model parameters read back from each engine vs the canonical model")
     a.add_argument("--robot", required=True, help="MJCF path or gymnasium:<file>.xml")
@@ -258,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     ch.set_defaults(func=cmd_changed)
     sub.add_parser("engines", help="list engines and whether they run here").set_defaults(func=cmd_engines)
     sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
+    add_real_commands(sub)  # logs validate | simulate, calibrate (crosssim.real.cli)
     return p
 
 

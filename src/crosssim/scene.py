@@ -138,7 +138,8 @@ def load_mujoco_model(path: Path):
     try:
         return mujoco.MjModel.from_xml_path(str(path))
     except ValueError as exc:  # mujoco reports parse errors as ValueError
-        raise CrossSimError(f"MuJoCo cannot compile {path}: {exc}") from None
+        detail = " ".join(str(exc).split())  # MuJoCo's message spans lines; keep one
+        raise CrossSimError(f"MuJoCo cannot compile {path}: {detail}") from None
 
 
 @functools.lru_cache(maxsize=32)

@@ -33,3 +33,20 @@ def hang_in_pybullet(obs):
 
 def nan_policy(obs):
     return np.full(3, np.nan)
+
+
+def inf_policy(obs):
+    return np.full(3, np.inf)
+
+
+def wrong_shape_policy(obs):
+    return np.zeros(5)
+
+
+def segfault_in_pybullet(obs):
+    """Zero action; the PyBullet worker dies of SIGSEGV in its second 30-step episode."""
+    global _calls
+    _calls += 1
+    if _in_pybullet_worker() and _calls == 45:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    return np.zeros(3)

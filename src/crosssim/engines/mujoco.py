@@ -9,9 +9,13 @@ import mujoco
 import numpy as np
 
 from crosssim.engines.base import AuditRow, EngineProfile
+from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame
 from crosssim.perturb import apply_model_scales
 from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
+
+
+BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
 
 
 @dataclass
@@ -52,6 +56,11 @@ class EngineMuJoCo:
     def step(self, model: MuJoCoModel, state: mujoco.MjData, torques: np.ndarray, n_substeps: int = 1) -> None:
         state.qfrc_applied[model.qfrc_index] = torques
         mujoco.mj_step(model.mj, state, nstep=n_substeps)
+        # MuJoCo answers a non-finite acceleration by resetting the state and counting a warning:
+        # a silent reset would look like a robot that teleported home, so it is a divergence here.
+        if state.warning[BADQACC].number:
+            raise EngineFailure(f"mujoco: diverged (NaN/inf acceleration; MuJoCo reset the state) at t = "
+                                f"{state.time:.3f} s")
 
     def joint_state(self, model: MuJoCoModel, state: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         return state.qpos, state.qvel

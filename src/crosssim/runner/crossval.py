@@ -56,6 +56,8 @@ class CrossvalConfig:
     """Where cached rows live; default $CROSSSIM_CACHE or ./.cache/crosssim/rows."""
     risk: bool = True
     """Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md)."""
+    real: str | None = None
+    """Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs."""
 
 
 def _file_hash(path: Path) -> str:
@@ -82,6 +84,10 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
     card = load_card(config.policy)
     if config.episodes < 1:
         raise CrossSimError(f"--episodes must be at least 1, got {config.episodes}")
+    preflight(card, config)
+    if config.real:  # a bad log fails now, before any engine runs
+        from crosssim.real.compare import load_for
+        real_logs = load_for(card, config.real)
     out = Path(config.out) if config.out else default_out(card)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -170,6 +176,10 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
 
         summary["risk"] = risk_profile(df, card, reference=summary["reference_engine"], seed=config.seed,
                                        hints=_hints(card))
+    if config.real:
+        from crosssim.real.compare import real_section
+        summary["real"] = real_section(card, config.engines, real_logs, trust=config.trust_policy_code,
+                                       log_dir=str(config.real), progress=progress)
     write_atomic(out / "summary.json", lambda p: Path(p).write_text(json.dumps(summary, indent=1, default=_json_default)))
     if config.report:
         from crosssim.report import write_report
@@ -180,6 +190,23 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
             summary["report_error"] = f"{type(exc).__name__}: {exc}"
     summary["out"] = str(out)
     return summary
+
+
+def preflight(card: Card, config: CrossvalConfig) -> None:
+    """Fail fast, in this process, on what would fail every engine: card, robot, policy file, sizes.
+
+    The policy is loaded exactly as the workers will load it (same trust), then dropped.
+    """
+    from crosssim.engines.base import registered_engines
+    from crosssim.policies import load_policy
+    from crosssim.profiles import load_profile
+    from crosssim.runner.harness import Harness
+
+    for e in config.engines:
+        if load_profile(e).engine not in registered_engines():
+            raise CrossSimError(f"unknown engine {e!r}; known: {sorted(registered_engines())} (see `crosssim engines`)")
+    harness = Harness.from_card(card)
+    load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=config.trust_policy_code)
 
 
 def _cache(card: Card, config: CrossvalConfig):
