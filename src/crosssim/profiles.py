@@ -36,5 +36,9 @@ def load_profile(name: str) -> EngineProfile:
             if not isinstance(raw, dict):
                 raise CrossSimError(f"{path}: a profile is a mapping (engine: ..., settings: ...)")
             settings = raw.get("settings") or {}
-            return EngineProfile(name=name, engine=str(raw.get("engine", name)), settings=dict(settings))
+            python = raw.get("python")
+            if python is not None and not isinstance(python, str):
+                raise CrossSimError(f"{path}: 'python' must be the path of an interpreter")
+            return EngineProfile(name=name, engine=str(raw.get("engine", name)), settings=dict(settings),
+                                 python=python)
     return EngineProfile(name=name, engine=name, settings={})

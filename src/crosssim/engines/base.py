@@ -32,6 +32,8 @@ class EngineProfile:
     engine: str
     """Registered engine this profile configures."""
     settings: dict = field(default_factory=dict)
+    python: str | None = None
+    """Interpreter for this column's worker (e.g. Isaac Sim's Python 3.12); None: crosssim's own."""
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ class EnginePyBullet:
         pybullet.setGravity(*c.gravity, **pb)
         pybullet.setPhysicsEngineParameter(
             fixedTimeStep=float(m.opt.timestep),
-            numSubSteps=0,
+            numSubSteps=int(s.get("substeps", 0)),
             numSolverIterations=int(s.get("solver_iterations", 50)),
             deterministicOverlappingPairs=1,
             **pb,

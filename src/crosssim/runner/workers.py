@@ -106,6 +106,59 @@ def _worker_main(job: EngineJob, q) -> None:
     execute_job(job, lambda kind, payload: q.put((kind, payload)))
 
 
+class StdioWorker:
+    """A worker under another interpreter, with the process-and-queue face run_jobs expects."""
+
+    def __init__(self, python: str, job: EngineJob):
+        import json
+        import subprocess
+        import threading
+
+        self.queue: queue_mod.Queue = queue_mod.Queue()
+        payload = dataclasses.asdict(job)
+        payload["skip"] = sorted(job.skip)
+        try:
+            self.proc = subprocess.Popen([python, "-m", "crosssim.runner.stdio_worker"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True)
+        except OSError as exc:
+            self.proc = None
+            self.queue.put(("error", f"{job.profile}: cannot start worker interpreter {python}: {exc.strerror}"))
+            return
+        self.proc.stdin.write(json.dumps(payload))
+        self.proc.stdin.close()
+
+        def pump():
+            for line in self.proc.stdout:
+                try:
+                    msg = json.loads(line)
+                    self.queue.put((msg["kind"], msg["payload"]))
+                except (ValueError, KeyError):
+                    continue  # not a protocol line
+        self.thread = threading.Thread(target=pump, daemon=True)
+        self.thread.start()
+
+    def get(self, timeout: float):
+        return self.queue.get(timeout=timeout)
+
+    def is_alive(self) -> bool:
+        return self.proc is not None and (self.proc.poll() is None or self.thread.is_alive())
+
+    @property
+    def exitcode(self):
+        return None if self.proc is None else self.proc.poll()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=timeout)
+            except Exception:
+                pass
+
+
 def _describe_exit(code: int | None) -> str:
     if code is None:
         return "still running"
@@ -115,6 +168,16 @@ def _describe_exit(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exited with status {code}"
+
+
+def _profile_python(name: str) -> str | None:
+    from crosssim.errors import CrossSimError
+    from crosssim.profiles import load_profile
+
+    try:
+        return load_profile(name).python
+    except CrossSimError:
+        return None  # the worker reports the profile problem itself
 
 
 def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool = False) -> None:
@@ -131,9 +194,13 @@ def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_
     while pending or running:
         while pending and len(running) < max(1, workers):
             job = pending.pop(0)
-            q = ctx.Queue()
-            proc = ctx.Process(target=_worker_main, args=(job, q), daemon=True, name=f"crosssim-{job.profile}")
-            proc.start()
+            python = _profile_python(job.profile)
+            if python:
+                proc = q = StdioWorker(python, job)
+            else:
+                q = ctx.Queue()
+                proc = ctx.Process(target=_worker_main, args=(job, q), daemon=True, name=f"crosssim-{job.profile}")
+                proc.start()
             running.append((job, proc, q, time.monotonic()))
         still = []
         for job, proc, q, last in running:
