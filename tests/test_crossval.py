@@ -24,7 +24,7 @@ def _callable_card(tmp_path, fn):
 def test_cli_crossval_writes_results(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(zoo_card("ppo", "Hopper")),
+        [sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(zoo_card("ppo", "Hopper")), "--engines", "mujoco,pybullet",
          "--episodes", "2", "--max-steps", "200", "--out", str(out)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -58,6 +58,7 @@ def test_cli_bad_policy_is_one_clear_line(tmp_path):
 
 @requires_fixtures
 def test_same_seed_same_numbers(tmp_path):
+    """Bit-identical rows on repeated runs, in fresh worker processes and inline, for every CPU engine."""
     runs = []
     for k, inline in enumerate((False, False, True)):
         cfg = CrossvalConfig(policy=str(zoo_card("trpo", "Hopper")), episodes=2, seed=3, max_steps=150,
@@ -71,7 +72,7 @@ def test_same_seed_same_numbers(tmp_path):
 def test_killed_engine_worker_keeps_finished_rows(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "die_in_pybullet")), episodes=4, max_steps=50,
-                         out=str(tmp_path / "run"), trust_policy_code=True, risk=False)
+                         out=str(tmp_path / "run"), trust_policy_code=True, risk=False, engines=("mujoco", "pybullet"))
     summary = run_crossval(cfg)
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     mj, pb = df[df.engine == "mujoco"], df[df.engine == "pybullet"]
@@ -84,7 +85,8 @@ def test_killed_engine_worker_keeps_finished_rows(tmp_path, monkeypatch):
 def test_hung_engine_worker_times_out(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "hang_in_pybullet")), episodes=2, max_steps=50,
-                         out=str(tmp_path / "run"), trust_policy_code=True, episode_timeout=8, risk=False)
+                         out=str(tmp_path / "run"), trust_policy_code=True, episode_timeout=8, risk=False,
+                         engines=("mujoco", "pybullet"))
     run_crossval(cfg)
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     pb = df[df.engine == "pybullet"]

@@ -29,7 +29,8 @@ def run_dir(tmp_path_factory):
         "name": "hostile-" + HOSTILE, "task": "Hopper", "policy": {"file": "policy.pt", "format": "torchscript"},
         "control_period": 0.008, "trained_in": "mujoco", "claimed": {"return": 1.0}}))
     out = tmp / "run"
-    summary = run_crossval(CrossvalConfig(policy=str(tmp / "card.yaml"), episodes=2, max_steps=60, out=str(out)))
+    summary = run_crossval(CrossvalConfig(policy=str(tmp / "card.yaml"), episodes=2, max_steps=60, out=str(out),
+                                          engines=("mujoco", "pybullet")))
     assert summary.get("report"), summary.get("report_error")
     return out
 

@@ -221,13 +221,14 @@ def cmd_tasks(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from crosssim.real.cli import add_commands as add_real_commands, add_crossval_option
     from crosssim.runner import CrossvalConfig
+    from crosssim.runner.crossval import DEFAULT_ENGINES
 
     h = lambda name: _help(CrossvalConfig, name)  # noqa: E731
     p = argparse.ArgumentParser(prog="crosssim", description="Cross-engine transfer checks for robot policies")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("crossval", help="run a policy in several engines and compare")
     c.add_argument("--policy", required=True, help=h("policy"))
-    c.add_argument("--engines", default="mujoco,pybullet", help=h("engines") + " Comma-separated.")
+    c.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help=h("engines") + " Comma-separated.")
     c.add_argument("--episodes", type=int, default=10, help=h("episodes"))
     c.add_argument("--seed", type=int, default=0, help=h("seed"))
     c.add_argument("--out", default=None, help=h("out"))
@@ -257,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--policy", help="policy card to evaluate now (never trusted: no code from it runs)")
     g.add_argument("--baseline", help="crossval output folder of the baseline (the policy on the target branch)")
     g.add_argument("--baseline-ref", help="git ref: evaluate the same card path as it is at this ref, same seeds")
-    g.add_argument("--engines", default="mujoco,pybullet")
+    g.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     g.add_argument("--episodes", type=int, default=10)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", default=None, help="output folder for --policy")

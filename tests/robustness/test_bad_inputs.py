@@ -162,6 +162,7 @@ def _callable(tmp_path, fn):
     ("wrong_shape_policy", "action of shape (5,), expected (3,)")])
 def test_misbehaving_policy_fails_rows_not_the_run(tmp_path, fn, message):
     proc = cli("crossval", "--policy", _callable(tmp_path, fn), "--trust-policy-code", "--episodes", "2",
+               "--engines", "mujoco,pybullet",
                "--max-steps", "20", "--no-risk", "--no-report", "--out", tmp_path / "run")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
@@ -170,6 +171,7 @@ def test_misbehaving_policy_fails_rows_not_the_run(tmp_path, fn, message):
 
 def test_segfaulting_engine_keeps_other_rows(tmp_path):
     proc = cli("crossval", "--policy", _callable(tmp_path, "segfault_in_pybullet"), "--trust-policy-code",
+               "--engines", "mujoco,pybullet",
                "--episodes", "3", "--max-steps", "30", "--no-risk", "--no-report", "--out", tmp_path / "run")
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
@@ -187,6 +189,7 @@ def test_exploding_physics_is_a_diverged_row(tmp_path, good_policy):
     (folder / "hopper_stiff.xml").write_text(xml.replace('timestep="0.002"', 'timestep="0.002" gravity="0 0 -1e308"'))
     card = write_card(folder, robot="hopper_stiff.xml")
     proc = cli("crossval", "--policy", card, "--episodes", "1", "--max-steps", "400", "--no-risk", "--no-report",
+               "--engines", "mujoco,pybullet",
                "--out", folder / "run")
     assert proc.returncode == 0, proc.stderr
     df = pd.read_parquet(folder / "run" / "results.parquet")
@@ -236,7 +239,8 @@ def test_hostile_strings_in_terminal_and_junit(tmp_path, good_policy):
     folder = _case_dir(tmp_path, good_policy)
     hostile = "\x1b[2J\x1b[31m<img src=x onerror=alert(1)>" + "A" * 5000
     card = write_card(folder, name=hostile)
-    proc = cli("crossval", "--policy", card, "--episodes", "1", "--max-steps", "10", "--out", folder / "run")
+    proc = cli("crossval", "--policy", card, "--episodes", "1", "--max-steps", "10", "--engines", "mujoco,pybullet",
+               "--out", folder / "run")
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[2J" not in proc.stdout + proc.stderr
     summary = json.loads((folder / "run" / "summary.json").read_text())
@@ -255,7 +259,8 @@ def test_kill_9_then_resume_gives_the_same_numbers(tmp_path):
     card = ROOT / "tests" / "cards" / "zoo" / "trpo-Hopper.yaml"
     if not card.exists() or not (ROOT.parent / "shared" / "fixtures").is_dir():
         pytest.skip("needs ../shared/fixtures")
-    args = ["crossval", "--policy", card, "--episodes", "4", "--max-steps", "400", "--no-report", "--workers", "1"]
+    args = ["crossval", "--policy", card, "--episodes", "4", "--max-steps", "400", "--no-report", "--workers", "1",
+            "--engines", "mujoco,pybullet"]
     cache = tmp_path / "cache"
     env = {"CROSSSIM_CACHE": str(cache)}
     e = {**os.environ, **env}

@@ -22,13 +22,17 @@ ROW_COLUMNS = ["policy", "engine", "condition", "episode", "seed", "return", "le
                "x_velocity"]
 
 
+DEFAULT_ENGINES = ("mujoco", "pybullet", "newton-mujoco-warp")
+"""One engine of each family the mission names: MuJoCo, Bullet, NVIDIA's Isaac stack (Newton)."""
+
+
 @dataclass(frozen=True)
 class CrossvalConfig:
     """One crossval run. Field docstrings are the CLI help."""
 
     policy: str
     """Policy card (.yaml), its folder, or the weights file next to it."""
-    engines: tuple[str, ...] = ("mujoco", "pybullet")
+    engines: tuple[str, ...] = DEFAULT_ENGINES
     """Engine profiles to run, by name (simulators/<name>.yaml)."""
     episodes: int = 10
     """Episodes per engine."""
