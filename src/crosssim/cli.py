@@ -198,6 +198,18 @@ def cmd_changed(args) -> int:
     return EXIT_OK
 
 
+def cmd_train(args) -> int:
+    from crosssim.train import TrainConfig, train
+
+    if args.framework != "sb3":
+        raise CrossSimError("--framework rllib is not available in this version: train with sb3 (the default)")
+    card = train(TrainConfig(task=args.task, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
+                             steps=args.steps, n_envs=args.n_envs, seed=args.seed, randomize=args.randomize,
+                             out=args.out))
+    print(f"card: {card}")
+    return EXIT_OK
+
+
 def cmd_engines(args) -> int:
     from crosssim.engines.availability import engine_statuses
 
@@ -270,6 +282,19 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--base", required=True, help="git ref to compare with (e.g. origin/main)")
     ch.add_argument("--under", default="policies", help="folder holding policies")
     ch.set_defaults(func=cmd_changed)
+    from crosssim.train import TrainConfig
+
+    t = sub.add_parser("train", help="train a policy (SB3 PPO) in one or several engines; writes its card")
+    t.add_argument("--task", default="Hopper", help=_help(TrainConfig, "task"))
+    t.add_argument("--engines", default="mujoco", help=_help(TrainConfig, "engines") + " Comma-separated.")
+    t.add_argument("--algo", default="ppo", choices=["ppo"])
+    t.add_argument("--framework", default="sb3", choices=["sb3", "rllib"])
+    t.add_argument("--steps", type=int, default=100_000, help=_help(TrainConfig, "steps"))
+    t.add_argument("--n-envs", type=int, default=2, help=_help(TrainConfig, "n_envs"))
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--randomize", action="store_true", help=_help(TrainConfig, "randomize"))
+    t.add_argument("--out", default="policies/trained", help=_help(TrainConfig, "out"))
+    t.set_defaults(func=cmd_train)
     sub.add_parser("engines", help="list engines and whether they run here").set_defaults(func=cmd_engines)
     sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
     add_real_commands(sub)  # logs validate | simulate, calibrate (crosssim.real.cli)

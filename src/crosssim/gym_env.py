@@ -83,3 +83,48 @@ class CrossSimEnv(gym.Env):
 
 def make_env(task: str, *, engine: str = "mujoco", **kwargs) -> CrossSimEnv:
     return CrossSimEnv(task, engine, **kwargs)
+
+
+def register_envs() -> None:
+    """Register ``crosssim/<Task>-v0`` ids (``gymnasium.make("crosssim/Hopper-v0", engine="pybullet")``)."""
+    from crosssim.tasks import registered_tasks
+
+    for name, cls in registered_tasks().items():
+        env_id = f"crosssim/{name}-v0"
+        if cls.scene and env_id not in gym.registry:
+            gym.register(env_id, entry_point="crosssim.gym_env:CrossSimEnv", kwargs={"task": name},
+                         max_episode_steps=None)
+
+
+class MultiEngineSampler:
+    """Which engine a sub-environment uses: round-robin by index (fixed) over ``engines``."""
+
+    def __init__(self, engines: tuple[str, ...]):
+        if not engines:
+            raise ValueError("at least one engine")
+        self.engines = tuple(engines)
+
+    def engine_for(self, index: int) -> str:
+        return self.engines[index % len(self.engines)]
+
+
+def make_multi_engine_vec_env(task: str, engines: tuple[str, ...], n_envs: int, *, seed: int = 0,
+                              perturbations: PerturbationSampler | None = None, subprocess: bool = False):
+    """An SB3 VecEnv of ``n_envs`` sub-environments spread round-robin over ``engines``.
+
+    ``subprocess=True`` puts each sub-environment in its own process (SubprocVecEnv), which also
+    keeps engines with global state (PyBullet servers, Warp) apart.
+    """
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    sampler = MultiEngineSampler(engines)
+
+    def factory(i: int):
+        def make():
+            env = make_env(task, engine=sampler.engine_for(i), perturbations=perturbations)
+            env.reset(seed=seed + i)
+            return env
+        return make
+
+    fns = [factory(i) for i in range(n_envs)]
+    return SubprocVecEnv(fns, start_method="spawn") if subprocess else DummyVecEnv(fns)
