@@ -86,7 +86,7 @@ class Fit:
     def settings(self) -> dict:
         out = dict(self.base.settings)
         for p in self.params:
-            out[p.setting] = int(self.fitted[p.name]) if p.integer else float(self.fitted[p.name])
+            out[p.setting] = int(self.fitted[p.name]) if p.integer else float(f"{self.fitted[p.name]:.6g}")
         return out
 
 
@@ -238,6 +238,9 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
     groups = obj.groups
     J = _jacobian(lambda v: obj.residuals(settings_of(v, latency)), u, r) if cont else None
     sigma, corr, findings = _uncertainty(J, r, groups, cont, span, fitted, lo, hi)
+    if method == "global" and cont:
+        notes.append("sigma comes from the local slope of a rugged (contact-rich) objective and understates the "
+                     "uncertainty; compare fits on separate sets of logs")
     findings = notes + findings
     if lat:
         sigma[lat.name] = 0.0
@@ -299,7 +302,7 @@ def _uncertainty(J, r, groups, cont, span, fitted, lo, hi):
             sigma[p.name] = float("inf")
             findings.append(f"{p.name}: the logs do not depend on it at all (e.g. contact friction on a robot that "
                             "never touches anything); its value is the starting one, not a measurement")
-        elif sd[k] > 0.25 * (hi[k] - lo[k]) or (x and sd[k] > 0.5 * abs(x)):
+        elif sd[k] > 0.25 * (hi[k] - lo[k]) or sd[k] > 0.5 * max(abs(x), 0.05 * (hi[k] - lo[k])):
             findings.append(f"{p.name}: not identified by these logs (±{sd[k]:.3g} around {x:.3g})")
         if min(x - lo[k], hi[k] - x) < 1e-3 * (hi[k] - lo[k]):
             findings.append(f"{p.name}: fitted at its bound {x:.3g}; the true value may lie beyond "

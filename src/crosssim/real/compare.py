@@ -255,7 +255,7 @@ def format_real(section: dict) -> str:
     """The REAL column as printed by crossval."""
     lines = [f"\nREAL: {len(section['logs'])} logs, {section['duration_s']:.1f} s "
              f"(real robot survived {_f(section['real']['survival'], 0, 100)} %); error of each engine against the logs",
-             f"{'engine':<22}{'open-loop q RMS':>16}{'closed-loop q RMS':>19}{'orient. err':>13}{'survival':>10}"
+             f"{'engine':<22}{'open-loop q RMS':>16}{'closed-loop q RMS':>19}{'  orientation':>13}{'survival':>10}"
              f"   open-loop q RMS per {section['window_s']:g} s window [rad]"]
     for name, e in section["engines"].items():
         if "error" in e:
@@ -272,4 +272,5 @@ def format_real(section: dict) -> str:
         lines.append(f"policy check: the card's policy on the logged inputs differs from the logged actions by at most "
                      f"{check['max_abs_action_error']:.2g}" + ("" if check["max_abs_action_error"] < 1e-3 else
                                                              " (wrong policy file, normalisation or observation order?)"))
+    lines.append("(orientation error and survival: closed loop)")
     return "\n".join(lines)
