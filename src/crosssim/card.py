@@ -14,19 +14,12 @@ from typing import Any
 import numpy as np
 
 from crosssim.errors import CardError
+from crosssim.normalize import ObservationNormalizer as Normalization
 from crosssim.text import printable
 
 FORMATS = ("sb3", "torchscript", "onnx", "callable")
 ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
-
-
-@dataclass(frozen=True)
-class Normalization:
-    mean: np.ndarray
-    var: np.ndarray
-    clip: float = 10.0
-    epsilon: float = 1e-8
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from crosssim.normalize import ObservationNormalizer  # noqa: F401  (re-exported)
+
 
 @runtime_checkable
 class Policy(Protocol):
@@ -21,19 +23,6 @@ class Policy(Protocol):
     def reset(self) -> None: ...
 
     def act(self, obs: np.ndarray) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class ObservationNormalizer:
-    """VecNormalize-style: clip((o - mean) / sqrt(var + eps), -clip, clip)."""
-
-    mean: np.ndarray
-    var: np.ndarray
-    clip: float = 10.0
-    epsilon: float = 1e-8
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return np.clip((obs - self.mean) / np.sqrt(self.var + self.epsilon), -self.clip, self.clip)
 
 
 class NormalizedPolicy:

@@ -8,7 +8,7 @@ import numpy as np
 
 from crosssim.card import Card
 from crosssim.errors import PolicyLoadError
-from crosssim.policies.base import CallablePolicy, NormalizedPolicy, ObservationNormalizer, Policy
+from crosssim.policies.base import CallablePolicy, NormalizedPolicy, Policy
 
 
 def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = False) -> Policy:
@@ -62,5 +62,5 @@ def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = Fa
         if norm.mean.size != obs_size:
             raise PolicyLoadError(f"{card.path}: observation.normalize has {norm.mean.size} values, the task "
                                   f"observation has {obs_size}")
-        policy = NormalizedPolicy(policy, ObservationNormalizer(norm.mean, norm.var, norm.clip, norm.epsilon))
+        policy = NormalizedPolicy(policy, norm)
     return policy

@@ -170,6 +170,20 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def _drain(q, job: EngineJob, on_message, timeout: float) -> tuple[bool, bool]:
+    """Forward every waiting message; (worker finished, anything received)."""
+    got = False
+    try:
+        while True:
+            kind, payload = q.get(timeout=timeout)
+            got = True
+            on_message(job, kind, payload)
+            if kind in ("done", "error"):
+                return True, got
+    except queue_mod.Empty:
+        return False, got
+
+
 def _profile_python(name: str) -> str | None:
     from crosssim.errors import CrossSimError
     from crosssim.profiles import load_profile
@@ -204,18 +218,10 @@ def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_
             running.append((job, proc, q, time.monotonic()))
         still = []
         for job, proc, q, last in running:
-            finished = False
-            try:
-                while True:
-                    kind, payload = q.get(timeout=0.05)
-                    last = time.monotonic()
-                    heard.add(job.profile)
-                    on_message(job, kind, payload)
-                    if kind in ("done", "error"):
-                        finished = True
-                        break
-            except queue_mod.Empty:
-                pass
+            finished, got = _drain(q, job, on_message, 0.05)
+            if got:
+                last = time.monotonic()
+                heard.add(job.profile)
             if finished:
                 proc.join(timeout=10)
                 if proc.is_alive():
@@ -223,16 +229,7 @@ def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_
                 continue
             if not proc.is_alive():
                 # Drain what it sent before dying, then report the death.
-                try:
-                    while True:
-                        kind, payload = q.get(timeout=0.2)
-                        on_message(job, kind, payload)
-                        if kind in ("done", "error"):
-                            finished = True
-                            break
-                except queue_mod.Empty:
-                    pass
-                if not finished:
+                if not _drain(q, job, on_message, 0.2)[0]:
                     on_message(job, "lost", f"{job.profile}: engine worker {_describe_exit(proc.exitcode)}")
                 continue
             # Until its first message a worker is importing and loading: allow more time then.
