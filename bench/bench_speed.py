@@ -104,7 +104,7 @@ def bench_batched_inference(batch: int = 64, rounds: int = 200) -> dict:
     obs = np.random.default_rng(0).normal(size=(batch, 48))
     one = timed(lambda: [[policy.act(o) for o in obs] for _ in range(rounds // 10)])
     many = timed(lambda: [policy.act(obs) for _ in range(rounds // 10)])
-    return {f"one-at-a-time [policy evals/s]": batch * rounds // 10 / one,
+    return {"one-at-a-time [policy evals/s]": batch * rounds // 10 / one,
             f"batched x{batch} [policy evals/s]": batch * rounds // 10 / many,
             "ratio batched / one-at-a-time (target >= 5)": one / many}
 

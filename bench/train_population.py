@@ -35,7 +35,6 @@ def population() -> list[dict]:
 
 
 def train(spec: dict) -> None:
-    import numpy as np
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize

@@ -146,7 +146,7 @@ def table(records: list[dict], engines: tuple[str, ...]) -> tuple[str, dict]:
     preds = [predictors(r, engines) for r in records]
     rng = np.random.default_rng(0)
     lines, numbers = [], {}
-    lines.append(f"| target reality | predictor | Spearman | Pearson | MMRV |")
+    lines.append("| target reality | predictor | Spearman | Pearson | MMRV |")
     lines.append("|---|---|---|---|---|")
     for fam in [*FAMILIES, "all"]:
         truth = np.array([r["truth"][fam] for r in records])

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import CARDS, ROOT, requires_fixtures, zoo_card
+from conftest import ROOT, requires_fixtures, zoo_card
 from crosssim.runner import CrossvalConfig, run_crossval
 
 HELPERS = ROOT / "tests" / "helpers"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from conftest import ROOT
 
 PLUGIN = '''
 """A third-party engine: MuJoCo with twice the gravity, registered through an entry point."""

@@ -7,7 +7,6 @@ with the matching hint, never in a risk number.
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import yaml

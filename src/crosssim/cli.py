@@ -7,7 +7,6 @@ with status 1; a traceback means a bug in crosssim.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 

@@ -14,10 +14,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from conftest import write_card
 

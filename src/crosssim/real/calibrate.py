@@ -14,6 +14,7 @@ does not cover.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import numpy as np

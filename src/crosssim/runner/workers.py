@@ -20,7 +20,6 @@ import queue as queue_mod
 import signal
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 
 STARTUP_TIMEOUT = 180.0
