@@ -64,6 +64,8 @@ class CrossSimEnv(gym.Env):
         return self.stepper.observe(self._frame, self._task_state), {}
 
     def step(self, action):
+        if self._frame is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
         action = np.asarray(action, dtype=float)
         self._steps += 1
         try:
