@@ -82,7 +82,8 @@ def cmd_crossval(args) -> int:
         policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
         episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
         trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
-        inline=args.inline, risk=args.risk, report=args.report, cache=args.cache, real=args.real,
+        inline=args.inline, risk=args.risk, report=args.report, cache=args.cache, executor=args.executor,
+        ray_address=args.address, real=args.real,
     )
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
@@ -249,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=h("workers"))
     c.add_argument("--episode-timeout", type=float, default=600.0, help=h("episode_timeout"))
     c.add_argument("--inline", action="store_true", help=h("inline"))
+    c.add_argument("--executor", default="local", choices=["local", "ray"], help=h("executor"))
+    c.add_argument("--address", default=None, help=h("ray_address"))
     c.add_argument("--no-risk", dest="risk", action="store_false", help="nominal runs only: no sweeps, no risk profile")
     c.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
     c.add_argument("--no-cache", dest="cache", action="store_false", help=h("cache") + " Off: recompute everything.")

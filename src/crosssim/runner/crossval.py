@@ -54,6 +54,10 @@ class CrossvalConfig:
     """Keep the per-step trajectory of the first nominal episode in each engine (report overlays)."""
     report: bool = True
     """Write report.html beside the results."""
+    executor: str = "local"
+    """'local' (process pool, the default) or 'ray' (Ray tasks; --ray-address for a cluster)."""
+    ray_address: str | None = None
+    """Ray cluster address; None starts a private local instance on 127.0.0.1."""
     cache: bool = True
     """Reuse per-episode results computed before with identical inputs (resume after an interruption)."""
     cache_dir: str | None = None
@@ -153,8 +157,16 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
             if progress:
                 progress(e, len(rows[e]), len(job.units()), {"failure": payload})
 
-    run_jobs(jobs, workers=config.workers, episode_timeout=config.episode_timeout, on_message=on_message,
-             inline=config.inline)
+    if config.executor == "ray":
+        from crosssim.runner.ray_executor import run_jobs_ray
+
+        run_jobs_ray(jobs, on_message=on_message,
+                     address=config.ray_address)
+    elif config.executor == "local":
+        run_jobs(jobs, workers=config.workers, episode_timeout=config.episode_timeout, on_message=on_message,
+                 inline=config.inline)
+    else:
+        raise CrossSimError(f"unknown executor {config.executor!r}: use local or ray")
 
     records = []
     for e in config.engines:
