@@ -30,6 +30,23 @@ def installed_engines() -> list[str]:
 ZOO_AGENTS = [(algo, env) for algo in ("a2c", "ars", "ppo", "sac", "tqc", "trpo") for env in ("Hopper", "HalfCheetah")]
 
 
+def random_states(scene, free_base: bool, rng, n: int = 3):
+    """(model, data, qpos, qvel) at ``n`` random states near qpos0, mj_forward already run."""
+    import mujoco
+    import numpy as np
+
+    m = mujoco.MjModel.from_xml_path(str(scene))
+    d = mujoco.MjData(m)
+    for _ in range(n):
+        qpos = m.qpos0 + rng.uniform(-0.3, 0.3, m.nq)
+        qvel = rng.uniform(-1, 1, m.nv)
+        if free_base:
+            qpos[3:7] /= np.linalg.norm(qpos[3:7])
+        d.qpos[:], d.qvel[:] = qpos, qvel
+        mujoco.mj_forward(m, d)
+        yield m, d, qpos, qvel
+
+
 def zoo_card(algo: str, env: str) -> Path:
     return CARDS / "zoo" / f"{algo}-{env}.yaml"
 

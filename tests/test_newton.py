@@ -18,7 +18,7 @@ if importlib.util.find_spec("newton") is None:
 
 import mujoco  # noqa: E402
 
-from conftest import PENDULUM, requires_fixtures, zoo_card  # noqa: E402
+from conftest import PENDULUM, random_states, requires_fixtures, zoo_card  # noqa: E402
 from crosssim.actuation import Actuation  # noqa: E402
 from crosssim.checks import Tolerances, check_audit, check_engines_match  # noqa: E402
 from crosssim.engines import EngineProfile, get_engine  # noqa: E402
@@ -52,16 +52,8 @@ def test_profiles_pick_the_newton_adapter():
 def _kinematics_errors(engine, model, scene, rng, states=3) -> dict:
     """Worst |Newton - MuJoCo| at random states: base frame, round trip of qpos/qvel, every body's
     COM position and COM velocity (Newton's body twist) against mj_forward."""
-    m = mujoco.MjModel.from_xml_path(str(scene))
-    d = mujoco.MjData(m)
     worst: dict[str, float] = {}
-    for _ in range(states):
-        qpos = m.qpos0 + rng.uniform(-0.3, 0.3, m.nq)
-        qvel = rng.uniform(-1, 1, m.nv)
-        if model.canonical.free_base:
-            qpos[3:7] /= np.linalg.norm(qpos[3:7])
-        d.qpos[:], d.qvel[:] = qpos, qvel
-        mujoco.mj_forward(m, d)
+    for m, d, qpos, qvel in random_states(scene, model.canonical.free_base, rng, states):
         state = engine.reset(model, InitialState(qpos, qvel))
         frame = engine.frame(model, state)
         base = np.zeros(6)

@@ -5,7 +5,7 @@ import pytest
 
 pybullet = pytest.importorskip("pybullet")
 
-from conftest import PENDULUM  # noqa: E402
+from conftest import PENDULUM, random_states  # noqa: E402
 from crosssim.checks import Tolerances, check_audit, check_engines_match  # noqa: E402
 from crosssim.engines import EngineProfile, get_engine  # noqa: E402
 from crosssim.scene import resolve_scene  # noqa: E402
@@ -85,7 +85,6 @@ def test_audit_says_what_pybullet_cannot_represent():
 
 def test_pybullet_kinematics_match_mujoco_exactly():
     """Link centres of mass and base frames agree to 1e-6 in random configurations."""
-    import mujoco
 
     from crosssim.frame import InitialState
 
@@ -94,15 +93,7 @@ def test_pybullet_kinematics_match_mujoco_exactly():
         scene = resolve_scene(robot)
         engine = get_engine("pybullet")
         model = engine.load(scene, EngineProfile("pybullet", "pybullet"))
-        m = mujoco.MjModel.from_xml_path(str(scene))
-        d = mujoco.MjData(m)
-        for _ in range(3):
-            qpos = m.qpos0 + rng.uniform(-0.3, 0.3, m.nq)
-            qvel = rng.uniform(-1, 1, m.nv)
-            if model.canonical.free_base:
-                qpos[3:7] /= np.linalg.norm(qpos[3:7])
-            d.qpos[:], d.qvel[:] = qpos, qvel
-            mujoco.mj_forward(m, d)
+        for m, d, qpos, qvel in random_states(scene, model.canonical.free_base, rng):
             engine.reset(model, InitialState(qpos, qvel))
             frame = engine.frame(model, model)
             np.testing.assert_allclose(frame.base_pos, d.xpos[1], atol=1e-6)

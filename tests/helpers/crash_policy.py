@@ -14,21 +14,22 @@ def _in_pybullet_worker() -> bool:
     return "pybullet" in sys.modules
 
 
-def die_in_pybullet(obs):
-    """Zero action; the PyBullet worker is SIGKILLed at its 120th call (third 50-step episode)."""
-    global _calls
-    _calls += 1
-    if _in_pybullet_worker() and _calls == 120:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return np.zeros(3)
+def _misbehave_in_pybullet(at_call: int, act):
+    """A zero-action policy that runs ``act()`` at its ``at_call``-th call, in the PyBullet worker only."""
+    def policy(obs):
+        global _calls
+        _calls += 1
+        if _in_pybullet_worker() and _calls == at_call:
+            act()
+        return np.zeros(3)
+    return policy
 
 
-def hang_in_pybullet(obs):
-    global _calls
-    _calls += 1
-    if _in_pybullet_worker() and _calls == 60:
-        time.sleep(3600)
-    return np.zeros(3)
+# SIGKILL at the 120th call: the third 50-step episode.
+die_in_pybullet = _misbehave_in_pybullet(120, lambda: os.kill(os.getpid(), signal.SIGKILL))
+hang_in_pybullet = _misbehave_in_pybullet(60, lambda: time.sleep(3600))
+# SIGSEGV at the 45th call: the second 30-step episode.
+segfault_in_pybullet = _misbehave_in_pybullet(45, lambda: os.kill(os.getpid(), signal.SIGSEGV))
 
 
 def nan_policy(obs):
@@ -42,11 +43,3 @@ def inf_policy(obs):
 def wrong_shape_policy(obs):
     return np.zeros(5)
 
-
-def segfault_in_pybullet(obs):
-    """Zero action; the PyBullet worker dies of SIGSEGV in its second 30-step episode."""
-    global _calls
-    _calls += 1
-    if _in_pybullet_worker() and _calls == 45:
-        os.kill(os.getpid(), signal.SIGSEGV)
-    return np.zeros(3)
