@@ -169,8 +169,8 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
         raise CrossSimError(f"unknown executor {config.executor!r}: use local or ray")
 
     records = []
+    order = {c: k for k, (c, _) in enumerate(conditions)}
     for e in config.engines:
-        order = {c: k for k, (c, _) in enumerate(conditions)}
         for r in sorted(rows[e], key=lambda r: (order[r["condition"]], r["episode"])):
             records.append({"policy": card.name, "engine": e, "condition": r["condition"],
                             "episode": int(r["episode"]), "seed": int(r["seed"]),
