@@ -64,3 +64,25 @@ def test_short_multi_engine_training_gives_a_card_crossval_accepts(tmp_path):
     summary = run_crossval(CrossvalConfig(policy=str(out / "card.yaml"), engines=("mujoco", "pybullet"), episodes=1,
                                           max_steps=50, out=str(tmp_path / "run"), risk=False, report=False))
     assert all(s["failed"] == 0 for s in summary["engines"].values())
+
+
+def test_randomised_models_are_reused_and_give_the_same_rollouts():
+    from crosssim.gym_env import CrossSimEnv
+    from crosssim.perturb import Perturbation
+
+    light, heavy = Perturbation(mass_scale=0.9), Perturbation(mass_scale=1.1, friction_scale=0.7)
+    draws = iter([light, heavy, light])
+    env = CrossSimEnv("Hopper", "mujoco", perturbations=lambda rng: next(draws))
+    fresh = CrossSimEnv("Hopper", "mujoco", perturbations=lambda rng: light)
+    actions = np.random.default_rng(1).uniform(-1, 1, (40, 3))
+
+    def rollout(e, seed):
+        obs = [e.reset(seed=seed)[0]]
+        obs += [e.step(a)[0] for a in actions]
+        return np.array(obs)
+
+    rollout(env, 3), rollout(env, 3)
+    first_light_model = env._models[repr(sorted(light.model_settings().items()))][1]
+    np.testing.assert_array_equal(rollout(env, 3), rollout(fresh, 3))  # back on the cached light model
+    assert env.model is first_light_model and len(env._models) == 3  # nominal, light, heavy
+    env.close(), fresh.close()

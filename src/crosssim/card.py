@@ -16,7 +16,7 @@ from crosssim.errors import CardError
 from crosssim.normalize import ObservationNormalizer as Normalization
 from crosssim.text import printable
 
-FORMATS = ("sb3", "torchscript", "onnx", "callable")
+FORMATS = ("sb3", "torchscript", "onnx", "rllib", "callable")
 ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
 
@@ -58,6 +58,8 @@ class Card:
     algo: str | None = None
     activation: str | None = None
     onnx_output: str | None = None
+    module_id: str = "default_policy"
+    """RLlib: which RLModule of a multi-module checkpoint."""
     normalization: Normalization | None = None
     action: ActionSpec = field(default_factory=ActionSpec)
     control_period: float | None = None
@@ -149,7 +151,10 @@ def load_card(path: str | Path) -> Card:
         raise CardError(f"{where}: field 'policy.format' is {fmt!r}; one of {', '.join(FORMATS)}")
     file = _get(pol, "file", str, where, required=True, prefix="policy.")
     policy_file = Path(file) if fmt == "callable" else (base / file).resolve()
-    if fmt != "callable" and not policy_file.is_file():
+    if fmt == "rllib" and not policy_file.is_dir():
+        raise CardError(f"{where}: field 'policy.file' points to {policy_file}, which is not a folder "
+                        "(an RLlib checkpoint is the folder algo.save_to_path() wrote)")
+    if fmt not in ("callable", "rllib") and not policy_file.is_file():
         raise CardError(f"{where}: field 'policy.file' points to {policy_file}, which does not exist")
     robot = _get(raw, "robot", str, where)
     if robot is not None:
@@ -244,6 +249,7 @@ def load_card(path: str | Path) -> Card:
         algo=_get(pol, "algo", str, where, prefix="policy."),
         activation=_get(pol, "activation", str, where, prefix="policy."),
         onnx_output=_get(pol, "output", str, where, prefix="policy."),
+        module_id=_get(pol, "module_id", str, where, default="default_policy", prefix="policy."),
         normalization=normalization, action=action,
         control_period=None if period is None else float(period),
         trained_in=trained, validated_in=validated,

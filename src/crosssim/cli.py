@@ -201,11 +201,9 @@ def cmd_changed(args) -> int:
 def cmd_train(args) -> int:
     from crosssim.train import TrainConfig, train
 
-    if args.framework != "sb3":
-        raise CrossSimError("--framework rllib is not available in this version: train with sb3 (the default)")
     card = train(TrainConfig(task=args.task, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
                              steps=args.steps, n_envs=args.n_envs, seed=args.seed, randomize=args.randomize,
-                             out=args.out))
+                             out=args.out, framework=args.framework))
     print(f"card: {card}")
     return EXIT_OK
 
@@ -286,11 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
     ch.set_defaults(func=cmd_changed)
     from crosssim.train import TrainConfig
 
-    t = sub.add_parser("train", help="train a policy (SB3 PPO) in one or several engines; writes its card")
+    t = sub.add_parser("train", help="train a policy (PPO, SB3 or RLlib) in one or several engines; writes its card")
     t.add_argument("--task", default="Hopper", help=_help(TrainConfig, "task"))
     t.add_argument("--engines", default="mujoco", help=_help(TrainConfig, "engines") + " Comma-separated.")
     t.add_argument("--algo", default="ppo", choices=["ppo"])
-    t.add_argument("--framework", default="sb3", choices=["sb3", "rllib"])
+    t.add_argument("--framework", default="sb3", choices=["sb3", "rllib"], help=_help(TrainConfig, "framework"))
     t.add_argument("--steps", type=int, default=100_000, help=_help(TrainConfig, "steps"))
     t.add_argument("--n-envs", type=int, default=2, help=_help(TrainConfig, "n_envs"))
     t.add_argument("--seed", type=int, default=0)

@@ -1,13 +1,15 @@
-"""``crosssim train``: stable-baselines3 PPO on crosssim's tasks in one or several engines.
+"""``crosssim train``: PPO on crosssim's tasks in one or several engines (stable-baselines3 or RLlib).
 
-The output folder gets model.zip, vecnormalize.json (observation statistics as plain JSON, never a
-pickle) and card.yaml, which states every engine the policy was trained in, ready for crossval.
+The output folder gets the policy and card.yaml, which states every engine the policy was trained
+in, ready for crossval. SB3: model.zip and vecnormalize.json (observation statistics as plain JSON,
+never a pickle). RLlib (crosssim.train_rllib): the checkpoint folder algo.save_to_path() writes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +31,47 @@ class TrainConfig:
     randomize: bool = False
     """Domain randomisation (crosssim.perturb.RandomizationRanges) at every reset."""
     out: str = "policies/trained"
-    """Output folder for model.zip, vecnormalize.json and card.yaml."""
+    """Output folder for the policy and card.yaml."""
+    framework: str = "sb3"
+    """sb3 (stable-baselines3, the default) or rllib (Ray RLlib, new API stack)."""
+
+
+def rollout_steps(n_envs: int, total: int = 1024, batch: int = 64) -> int:
+    """Steps per sub-environment per PPO rollout: about ``total`` in all, a whole number of minibatches."""
+    unit = batch // math.gcd(batch, max(n_envs, 1))
+    return max(unit, total // max(n_envs, 1) // unit * unit)
 
 
 def train(config: TrainConfig) -> Path:
+    """Train, write the policy and its card; returns the card's path."""
+    if config.framework == "rllib":
+        from crosssim.train_rllib import train_rllib
+
+        return train_rllib(config)
+    if config.framework != "sb3":
+        raise CrossSimError(f"unknown training framework {config.framework!r}: sb3 or rllib")
+    return _train_sb3(config)
+
+
+def write_card(config: TrainConfig, out: Path, policy: dict, extra: dict, wall_time_s: float) -> Path:
+    """card.yaml for a trained policy: every engine it was trained in, the training settings."""
+    import yaml
+
+    from crosssim.runner.harness import Harness
+
+    harness = Harness.for_task(config.task)
+    period = harness.task.frame_skip * harness.canonical.timestep
+    card = {"name": out.name, "task": config.task, "policy": policy, **extra, "control_period": round(period, 9),
+            "trained_in": config.engines[0], "validated_in": list(config.engines),
+            "training": {"algo": "ppo", "framework": {"sb3": "stable-baselines3", "rllib": "rllib"}[config.framework],
+                         "engines": list(config.engines), "timesteps": config.steps, "seed": config.seed,
+                         "domain_randomization": config.randomize, "n_envs": config.n_envs,
+                         "wall_time_s": round(wall_time_s, 1), "date": dt.date.today().isoformat()}}
+    (out / "card.yaml").write_text(yaml.safe_dump(card, sort_keys=False))
+    return out / "card.yaml"
+
+
+def _train_sb3(config: TrainConfig) -> Path:
     try:
         import torch
         from stable_baselines3 import PPO
@@ -41,14 +80,12 @@ def train(config: TrainConfig) -> Path:
         raise CrossSimError("training needs stable-baselines3: pip install 'crosssim[sb3]'") from None
     from crosssim.gym_env import make_multi_engine_vec_env
     from crosssim.perturb import RandomizationRanges
-    from crosssim.runner.harness import Harness
 
     torch.set_num_threads(1)
-    harness = Harness.for_task(config.task)
     venv = make_multi_engine_vec_env(config.task, config.engines, max(config.n_envs, 1), seed=config.seed,
                                      perturbations=RandomizationRanges() if config.randomize else None)
     venv = VecNormalize(venv, norm_obs=True, norm_reward=True, clip_obs=10.0)
-    model = PPO("MlpPolicy", venv, n_steps=1024 // max(config.n_envs, 1), batch_size=64, seed=config.seed,
+    model = PPO("MlpPolicy", venv, n_steps=rollout_steps(config.n_envs), batch_size=64, seed=config.seed,
                 device="cpu", verbose=0, policy_kwargs=dict(net_arch=[64, 64]))
     start = time.time()
     model.learn(total_timesteps=config.steps)
@@ -58,17 +95,7 @@ def train(config: TrainConfig) -> Path:
     rms = venv.obs_rms
     (out / "vecnormalize.json").write_text(json.dumps({"obs_mean": rms.mean.tolist(), "obs_var": rms.var.tolist(),
                                                        "clip_obs": 10.0, "epsilon": float(venv.epsilon)}))
-    import yaml
-
-    period = harness.task.frame_skip * harness.canonical.timestep
-    card = {"name": out.name, "task": config.task,
-            "policy": {"file": "model.zip", "format": "sb3", "algo": "ppo"},
-            "observation": {"normalize": {"file": "vecnormalize.json"}}, "control_period": round(period, 9),
-            "trained_in": config.engines[0], "validated_in": list(config.engines),
-            "training": {"algo": "ppo", "framework": "stable-baselines3", "engines": list(config.engines),
-                         "timesteps": config.steps, "seed": config.seed, "domain_randomization": config.randomize,
-                         "n_envs": config.n_envs, "wall_time_s": round(time.time() - start, 1),
-                         "date": dt.date.today().isoformat()}}
-    (out / "card.yaml").write_text(yaml.safe_dump(card, sort_keys=False))
+    card = write_card(config, out, {"file": "model.zip", "format": "sb3", "algo": "ppo"},
+                      {"observation": {"normalize": {"file": "vecnormalize.json"}}}, time.time() - start)
     venv.close()
-    return out / "card.yaml"
+    return card

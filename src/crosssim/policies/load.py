@@ -38,6 +38,11 @@ def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = Fa
         from crosssim.policies.onnx import OnnxPolicy
 
         policy = OnnxPolicy(path, obs_size=obs_size, output=card.onnx_output)
+    elif fmt == "rllib":
+        from crosssim.policies.rllib import RLlibModulePolicy
+
+        policy = RLlibModulePolicy(path, low=np.full(action_size, clip[0]), high=np.full(action_size, clip[1]),
+                                   module_id=card.module_id, activation=card.activation)
     elif fmt == "callable":
         if not trust:
             raise PolicyLoadError(f"{card.path}: a 'callable' policy runs Python code ({path}); pass --trust-policy-code")

@@ -34,10 +34,25 @@ def _code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def _file_digest(path: Path | None) -> str:
-    if path is None or not Path(path).is_file():
+def path_digest(path: Path | None) -> str:
+    """SHA-256 of a file, or of a folder's files (relative names and contents, sorted); "-" if absent."""
+    if path is None:
         return "-"
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    path = Path(path)
+    h = hashlib.sha256()
+    if path.is_file():
+        files = [(None, path)]
+    elif path.is_dir():
+        files = sorted((f.relative_to(path).as_posix(), f) for f in path.rglob("*") if f.is_file())
+    else:
+        return "-"
+    for name, f in files:
+        if name is not None:
+            h.update(name.encode() + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
 
 
 def default_root() -> Path:
@@ -47,8 +62,8 @@ def default_root() -> Path:
 class ResultCache:
     def __init__(self, root: Path, *, card, scene: Path | None, max_steps, trust: bool, profiles: dict[str, dict]):
         self.root = Path(root)
-        base = {"card": _file_digest(card.path), "policy": _file_digest(card.policy_file),
-                "scene": _file_digest(scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint()}
+        base = {"card": path_digest(card.path), "policy": path_digest(card.policy_file),
+                "scene": path_digest(scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint()}
         self._base = json.dumps(base, sort_keys=True)
         self._profiles = profiles
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import sys
@@ -15,6 +14,7 @@ import numpy as np
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
 from crosssim.text import slug
+from crosssim.runner.cache import path_digest
 from crosssim.runner.workers import EngineJob, run_jobs
 from crosssim.stats import bootstrap_ci, relative_drop
 
@@ -66,14 +66,6 @@ class CrossvalConfig:
     """Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md)."""
     real: str | None = None
     """Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs."""
-
-
-def _file_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def default_out(card: Card) -> Path:
@@ -314,7 +306,7 @@ def summarize(df, card: Card, config: CrossvalConfig, audits: dict, errors: dict
         "policy": card.name,
         "card": str(card.path),
         "policy_file": str(card.policy_file),
-        "policy_sha256": _file_hash(card.policy_file) if card.policy_file.is_file() else None,
+        "policy_sha256": path_digest(card.policy_file) if card.policy_file.exists() else None,
         "task": card.task,
         "reference_engine": reference,
         "seed": config.seed,
