@@ -1,5 +1,11 @@
 """The transfer-risk profile: one predicted drop per family of real-world gap, an
 engine-disagreement component, an aggregate, and a verdict. Method and reasoning: docs/risk.md.
+
+Each gap's predicted drop is the policy's sensitivity to it measured in every engine (drop from
+that engine's own nominal return) and averaged with weights that say how well the policy works in
+each engine; the aggregate is the same for all gaps at once. Engine disagreement (the nominal drop
+of the other engines) is reported beside them, not folded into the aggregate: on the validation
+population it added no predictive power (docs/risk.md).
 """
 
 from __future__ import annotations
@@ -34,21 +40,41 @@ def _matrix(df, engines, conditions, episodes) -> np.ndarray:
     return out
 
 
+def _drop(base: float, value: float) -> float:
+    return float(np.clip((base - value) / max(abs(base), 1e-9), 0.0, 1.0))
+
+
+def engine_weights(nominal: np.ndarray, ref: int) -> np.ndarray:
+    """How far each engine's sensitivity can be trusted: the share of the reference performance the
+    policy reaches there with no gap (1 for the reference, near 0 where the policy already fails)."""
+    base = nominal[ref]
+    if not (np.isfinite(base) and base > 0):
+        weights = np.zeros(len(nominal))
+    else:
+        weights = np.clip(np.nan_to_num(nominal / base, nan=0.0), 0.0, 1.0)
+    weights[ref] = 1.0
+    return weights
+
+
 def _components(R: np.ndarray, ref: int, conditions: list[str]) -> dict[str, float]:
-    """Point estimates from returns[engine, condition, episode] (episode axis averaged)."""
+    """Point estimates from returns[engine, condition, episode] (episode axis averaged).
+
+    A family's predicted drop is each engine's drop under the gap relative to its *own* nominal
+    return, averaged over engines with the weights of ``engine_weights``: every engine measures
+    the policy's sensitivity under its physics, and engines where it already fails say little.
+    """
     mean = np.nanmean(R, axis=2)  # engine x condition
-    base = mean[ref, conditions.index("nominal")]
-    scale = max(abs(base), 1e-9)
-    drop = lambda v: float(np.clip((base - v) / scale, 0.0, 1.0))  # noqa: E731
+    nominal = mean[:, conditions.index("nominal")]
+    weights = engine_weights(nominal, ref)
     out = {}
     for fam in [*FAMILIES, "combined"]:
-        per_engine = [drop(mean[e, conditions.index(fam)]) for e in range(R.shape[0])
-                      if np.isfinite(mean[e, conditions.index(fam)])]
-        out[fam] = float(np.mean(per_engine)) if per_engine else float("nan")
-    others = [drop(mean[e, conditions.index("nominal")]) for e in range(R.shape[0]) if e != ref
-              and np.isfinite(mean[e, conditions.index("nominal")])]
+        col = mean[:, conditions.index(fam)]
+        ok = [e for e in range(R.shape[0]) if np.isfinite(col[e]) and np.isfinite(nominal[e]) and weights[e] > 0]
+        out[fam] = (float(np.dot([weights[e] for e in ok], [_drop(nominal[e], col[e]) for e in ok])
+                          / sum(weights[e] for e in ok)) if ok else float("nan"))
+    others = [_drop(nominal[ref], nominal[e]) for e in range(R.shape[0]) if e != ref and np.isfinite(nominal[e])]
     out["engine_disagreement"] = float(np.mean(others)) if others else 0.0
-    out["aggregate"] = 1.0 - (1.0 - out["combined"]) * (1.0 - out["engine_disagreement"])
+    out["aggregate"] = out["combined"]
     return out
 
 
@@ -77,8 +103,11 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
     ci = {k: [float(np.nanquantile(v, 0.025)), float(np.nanquantile(v, 0.975))] for k, v in draws.items()}
     components = {k: {"drop": point[k], "ci95": ci[k], "what": FAMILY_TEXT[k]}
                   for k in [*FAMILIES, "engine_disagreement"]}
-    driver = max(components, key=lambda k: components[k]["drop"] if np.isfinite(components[k]["drop"]) else -1)
-    aggregate = {"drop": point["aggregate"], "ci95": ci["aggregate"], "combined_gaps_drop": point["combined"]}
+    driver = max(FAMILIES, key=lambda k: components[k]["drop"] if np.isfinite(components[k]["drop"]) else -1)
+    nominal = np.nanmean(R[:, conditions.index("nominal")], axis=1)
+    weights = engine_weights(nominal, ref)
+    aggregate = {"drop": point["aggregate"], "ci95": ci["aggregate"], "combined_gaps_drop": point["combined"],
+                 "engine_weights": {e: float(w) for e, w in zip(engines, weights)}}
     if check["status"] == "mismatch":
         verdict, message = "harness mismatch", check["message"]
     else:
@@ -88,6 +117,9 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
                  else "no single gap stands out")
         message = (f"{verdict} risk: predicted drop {100 * point['aggregate']:.0f}% "
                    f"[{100 * ci['aggregate'][0]:.0f}, {100 * ci['aggregate'][1]:.0f}]; {cause}")
+        if point["engine_disagreement"] >= HIGH:  # a flag, not part of the score (docs/risk.md says why)
+            message += (f"; engines disagree: the others lose {100 * point['engine_disagreement']:.0f}% with no gap, "
+                        "so their sensitivities count less")
     return {"harness_check": check, "components": components, "aggregate": aggregate,
             "verdict": verdict, "driver": driver, "message": message, "reference_engine": reference,
             "thresholds": {"low_below": LOW, "high_from": HIGH, "harness_min_ratio": HARNESS_MIN_RATIO}}
