@@ -21,14 +21,16 @@ ZOO = ROOT / "tests" / "cards" / "zoo" / "ppo-Hopper.yaml"
 DEFAULT = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
 
 
-def timed(fn, *, repeat: int = 3) -> float:
-    """Best wall time of ``repeat`` runs [s] (the least disturbed by other load)."""
-    best = float("inf")
+def timed(*fns, repeat: int = 5) -> tuple[float, ...]:
+    """Best wall time [s] of each function over ``repeat`` rounds, the functions interleaved in
+    every round so that load on a shared machine hits them alike."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+        for k, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    return tuple(best)
 
 
 def bench_step_path(steps: int = 4000) -> dict:
@@ -59,7 +61,7 @@ def bench_step_path(steps: int = 4000) -> dict:
             engine.step(model, state, tau, 4)
             h.task.observe(engine.frame(model, state), {})
 
-    t_raw, t_ours = timed(raw), timed(ours)
+    t_raw, t_ours = timed(raw, ours)
     return {"raw mj_step + obs [control steps/s]": steps / 4 / t_raw,
             "crosssim engine path [control steps/s]": steps / 4 / t_ours,
             "ratio crosssim / raw (target >= 0.9)": t_raw / t_ours}
@@ -84,7 +86,7 @@ def bench_env(steps: int = 3000) -> dict:
                 obs, _ = env.reset()
 
     ref, ours = gym.make("Hopper-v5"), make_env("Hopper", engine="mujoco")
-    t_ref, t_ours = timed(lambda: run(ref)), timed(lambda: run(ours))
+    t_ref, t_ours = timed(lambda: run(ref), lambda: run(ours))
     return {"gymnasium Hopper-v5 [env steps/s]": steps / t_ref, "crosssim Hopper (mujoco) [env steps/s]": steps / t_ours,
             "ratio crosssim / gymnasium (target >= 1.0)": t_ref / t_ours}
 
@@ -102,8 +104,8 @@ def bench_batched_inference(batch: int = 64, rounds: int = 200) -> dict:
 
     policy = TorchScriptPolicy(path, obs_size=48)
     obs = np.random.default_rng(0).normal(size=(batch, 48))
-    one = timed(lambda: [[policy.act(o) for o in obs] for _ in range(rounds // 10)])
-    many = timed(lambda: [policy.act(obs) for _ in range(rounds // 10)])
+    one, many = timed(lambda: [[policy.act(o) for o in obs] for _ in range(rounds // 10)],
+                      lambda: [policy.act(obs) for _ in range(rounds // 10)])
     return {"one-at-a-time [policy evals/s]": batch * rounds // 10 / one,
             f"batched x{batch} [policy evals/s]": batch * rounds // 10 / many,
             "ratio batched / one-at-a-time (target >= 5)": one / many}

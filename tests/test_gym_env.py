@@ -86,3 +86,22 @@ def test_randomised_models_are_reused_and_give_the_same_rollouts():
     np.testing.assert_array_equal(rollout(env, 3), rollout(fresh, 3))  # back on the cached light model
     assert env.model is first_light_model and len(env._models) == 3  # nominal, light, heavy
     env.close(), fresh.close()
+
+
+def test_engine_state_reused_between_episodes_gives_fresh_state_results():
+    """The harness resets a used MjData in place (reset_into): episodes equal those of a fresh env."""
+    from crosssim.gym_env import CrossSimEnv
+
+    env, fresh = CrossSimEnv("Hopper", "mujoco"), CrossSimEnv("Hopper", "mujoco")
+    actions = np.random.default_rng(2).uniform(-1, 1, (60, 3))
+
+    def rollout(e, seed):
+        out = [e.reset(seed=seed)[0]]
+        out += [e.step(a)[0] for a in actions]
+        return np.array(out)
+
+    rollout(env, 5)
+    state = env.stepper.state
+    np.testing.assert_array_equal(rollout(env, 3), rollout(fresh, 3))
+    assert env.stepper.state is state  # reused, not reallocated
+    env.close(), fresh.close()

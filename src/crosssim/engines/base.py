@@ -69,7 +69,12 @@ class Engine(Protocol):
         """Load the MJCF scene, reconcile it to the canonical model, return the model handle."""
 
     def reset(self, model: Any, initial: InitialState) -> Any:
-        """Put the engine in ``initial`` and return the state handle (owned by the caller)."""
+        """Put the engine in ``initial`` and return the state handle (owned by the caller).
+
+        Optional, outside the protocol: ``reset_into(model, state, initial) -> state`` resets a
+        state handle the caller owns and is done with, instead of allocating a new one (the
+        harness uses it between episodes when an engine has it). Results must be identical.
+        """
 
     def step(self, model: Any, state: Any, torques: np.ndarray, n_substeps: int = 1) -> None:
         """Advance ``n_substeps`` physics steps holding ``torques`` (one per canonical joint)."""

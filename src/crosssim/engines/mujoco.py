@@ -53,6 +53,14 @@ class EngineMuJoCo:
         mujoco.mj_forward(model.mj, data)
         return data
 
+    def reset_into(self, model: MuJoCoModel, state: mujoco.MjData, initial: InitialState) -> mujoco.MjData:
+        """Reset a used MjData in place: mj_resetData gives a fresh MjData's values, without allocating."""
+        mujoco.mj_resetData(model.mj, state)
+        state.qpos[:] = initial.qpos
+        state.qvel[:] = initial.qvel
+        mujoco.mj_forward(model.mj, state)
+        return state
+
     def step(self, model: MuJoCoModel, state: mujoco.MjData, torques: np.ndarray, n_substeps: int = 1) -> None:
         state.qfrc_applied[model.qfrc_index] = torques
         mujoco.mj_step(model.mj, state, nstep=n_substeps)

@@ -29,7 +29,7 @@ class ControlStepper:
         self.physics_dt = c.timestep / self.p.dt_divisor
         self.control_dt = task.frame_skip * c.timestep
         self.state = None
-        self._noise = np.random.default_rng(0)
+        self._noise: np.random.Generator | None = None  # set at reset when observations are noisy
         self._pending: deque = deque()
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
         self.observer = harness.observer()
@@ -37,8 +37,13 @@ class ControlStepper:
     def reset(self, initial: InitialState, noise_seed) -> tuple[SimFrame, dict]:
         """Reset engine, task and observation state; return the first frame and the task state."""
         h = self.harness
-        self.state = self.engine.reset(self.model, initial)
-        self._noise = np.random.default_rng(noise_seed)  # its own stream: noise never shifts initial states
+        reset_into = getattr(self.engine, "reset_into", None)
+        if self.state is not None and reset_into is not None:
+            self.state = reset_into(self.model, self.state, initial)
+        else:
+            self.state = self.engine.reset(self.model, initial)
+        if self.p.obs_noise > 0:  # its own stream: noise never shifts initial states
+            self._noise = np.random.default_rng(noise_seed)
         self._chain = ActuatorChain(self.p, h.max_torque, self.physics_dt, h.canonical.joint_count)
         self._pending = deque(np.zeros(h.action_size) for _ in range(self.p.action_latency))
         frame = self.frame()

@@ -44,7 +44,8 @@ class PlanarLocomotion(Task):
         ok = True
         if self.healthy_state is not None:
             lo, hi = self.healthy_state
-            ok = bool(lo < min(frame.qpos[2:].min(), frame.qvel.min()) and max(frame.qpos[2:].max(), frame.qvel.max()) < hi)
+            x = np.concatenate((frame.qpos[2:], frame.qvel))
+            ok = bool(lo < x.min() and x.max() < hi)
         if self.healthy_z is not None:
             ok = ok and self.healthy_z[0] < z < self.healthy_z[1]
         if self.healthy_angle is not None:
