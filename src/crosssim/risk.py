@@ -23,7 +23,7 @@ FAMILY_TEXT = {
     "actuation": "actuation (motor strength, motor lag, torque limits)",
     "timing": "timing and sensing (action latency, observation noise)",
     "contact": "contact and inertia (friction, mass)",
-    "engine_disagreement": "engine disagreement (the physics engines disagree on this policy)",
+    "engine_disagreement": "engine disagreement: the other engines' drop with no gap (beside the aggregate, not in it)",
 }
 
 
