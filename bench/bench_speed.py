@@ -91,24 +91,54 @@ def bench_env(steps: int = 3000) -> dict:
             "ratio crosssim / gymnasium (target >= 1.0)": t_ref / t_ours}
 
 
-def bench_batched_inference(batch: int = 64, rounds: int = 200) -> dict:
-    """One batched forward for all episodes vs one forward per episode, MLP policies."""
+def _mlp_file(sizes: list[int]) -> Path:
+    """A TorchScript MLP (ELU between layers) saved to a temporary file."""
     import torch
 
     torch.set_num_threads(1)
-    net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(48, 256), torch.nn.ELU(), torch.nn.Linear(256, 128),
-                                               torch.nn.ELU(), torch.nn.Linear(128, 12)))
+    torch.manual_seed(0)
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.ELU()]
     path = Path(tempfile.mkdtemp()) / "mlp.pt"
-    net.save(str(path))
+    torch.jit.script(torch.nn.Sequential(*layers[:-1])).save(str(path))
+    return path
+
+
+def bench_batched_inference(batch: int = 64, rounds: int = 200) -> dict:
+    """One batched forward for all episodes vs one forward per episode, MLP policies."""
     from crosssim.policies.torchscript import TorchScriptPolicy
 
-    policy = TorchScriptPolicy(path, obs_size=48)
+    policy = TorchScriptPolicy(_mlp_file([48, 256, 128, 12]), obs_size=48)
     obs = np.random.default_rng(0).normal(size=(batch, 48))
     one, many = timed(lambda: [[policy.act(o) for o in obs] for _ in range(rounds // 10)],
                       lambda: [policy.act(obs) for _ in range(rounds // 10)])
     return {"one-at-a-time [policy evals/s]": batch * rounds // 10 / one,
             f"batched x{batch} [policy evals/s]": batch * rounds // 10 / many,
             "ratio batched / one-at-a-time (target >= 5)": one / many}
+
+
+def bench_batched_rollouts(episodes: int = 32, steps: int = 200) -> dict:
+    """Episodes in lockstep (one batched forward per control step) vs one at a time, whole rollouts."""
+    import yaml
+
+    from crosssim.runner.workers import EngineJob, execute_job
+
+    folder = _mlp_file([11, 256, 256, 3]).parent
+    (folder / "card.yaml").write_text(yaml.safe_dump({"name": "mlp", "task": "Hopper", "control_period": 0.008,
+                                                       "policy": {"file": "mlp.pt", "format": "torchscript"}}))
+    counted = []
+    jobs = [EngineJob(str(folder / "card.yaml"), "mujoco", tuple((i, i) for i in range(episodes)), max_steps=steps,
+                      batch=batch) for batch in (False, True)]
+
+    def run(job):
+        execute_job(job, lambda kind, payload: counted.append(payload["length"]) if kind == "row" else None)
+
+    single, batched = timed(lambda: run(jobs[0]), lambda: run(jobs[1]), repeat=3)
+    control_steps = sum(counted) / 6  # 3 rounds x 2 modes
+    return {"one at a time [control steps/s]": control_steps / single,
+            f"lockstep x{episodes} [control steps/s]": control_steps / batched,
+            "ratio lockstep / one at a time": single / batched}
 
 
 def bench_workers(episodes: int = 6) -> dict:
@@ -142,7 +172,8 @@ def bench_default_crossval() -> dict:
             "main process peak RSS [MB]": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-BENCHES = [bench_step_path, bench_env, bench_batched_inference, bench_workers, bench_default_crossval]
+BENCHES = [bench_step_path, bench_env, bench_batched_inference, bench_batched_rollouts, bench_workers,
+           bench_default_crossval]
 
 
 def main(argv=None) -> None:

@@ -83,7 +83,7 @@ def cmd_crossval(args) -> int:
         episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
         trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
         inline=args.inline, risk=args.risk, report=args.report, cache=args.cache, executor=args.executor,
-        ray_address=args.address, real=args.real,
+        ray_address=args.address, real=args.real, batch=args.batch_episodes,
     )
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
@@ -248,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=h("workers"))
     c.add_argument("--episode-timeout", type=float, default=600.0, help=h("episode_timeout"))
     c.add_argument("--inline", action="store_true", help=h("inline"))
+    c.add_argument("--batch-episodes", action="store_true", help=h("batch"))
     c.add_argument("--executor", default="local", choices=["local", "ray"], help=h("executor"))
     c.add_argument("--address", default=None, help=h("ray_address"))
     c.add_argument("--no-risk", dest="risk", action="store_false", help="nominal runs only: no sweeps, no risk profile")

@@ -32,6 +32,8 @@ class EngineMuJoCo:
     (``ctrl`` stays 0); crosssim's torques enter as ``qfrc_applied``."""
 
     name = "mujoco"
+    concurrent_states = True
+    """Many MjData on one MjModel step independently: episodes can run in lockstep."""
 
     def load(self, scene: Path, profile: EngineProfile) -> MuJoCoModel:
         canonical = canonical_model(Path(scene))

@@ -18,6 +18,8 @@ class Policy(Protocol):
 
     obs_size: int | None
     action_size: int | None
+    # Optional: ``batchable = True`` when act() on a batch equals act() row by row (no memory
+    # across calls); the runner then steps many episodes in lockstep with one forward per step.
 
     def reset(self) -> None: ...
 
@@ -30,6 +32,7 @@ class NormalizedPolicy:
     def __init__(self, inner: Policy, normalizer: ObservationNormalizer):
         self.inner, self.normalizer = inner, normalizer
         self.obs_size, self.action_size = inner.obs_size, inner.action_size
+        self.batchable = bool(getattr(inner, "batchable", False))
 
     def reset(self) -> None:
         self.inner.reset()

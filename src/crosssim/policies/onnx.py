@@ -41,6 +41,7 @@ class OnnxPolicy:
         out_shape = self.session.get_outputs()[outputs.index(self.output)].shape
         self.action_size = out_shape[-1] if out_shape and isinstance(out_shape[-1], int) else None
         self._batch_fixed = bool(shape) and isinstance(shape[0], int) and shape[0] == 1
+        self.batchable = not self._batch_fixed  # one input, no state: rows are independent
 
     def reset(self) -> None:
         pass

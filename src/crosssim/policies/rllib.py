@@ -124,6 +124,8 @@ def _mlp(state: dict, prefix: str) -> list[tuple[np.ndarray, np.ndarray]]:
 class RLlibModulePolicy:
     """Deterministic RLlib RLModule in numpy, from its weights only."""
 
+    batchable = True
+
     def __init__(self, path: Path, *, low: np.ndarray, high: np.ndarray, module_id: str = "default_policy",
                  activation: str | None = None, normalize_actions: bool = True):
         folder = module_folder(path, module_id)

@@ -89,6 +89,8 @@ class SB3ActorPolicy:
     """Deterministic SB3 actor in numpy: A2C/PPO/TRPO Gaussian mean clipped to the box;
     SAC/TQC tanh(mu) rescaled to the box; ARS linear map, clipped to the box."""
 
+    batchable = True
+
     def __init__(self, path: Path, *, low: np.ndarray, high: np.ndarray, activation: str | None = None):
         data, state = read_zip(path)
         self.path = Path(path)

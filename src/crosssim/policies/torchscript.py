@@ -26,6 +26,8 @@ class TorchScriptPolicy:
         self.path = Path(path)
         self._snapshot = {k: v.clone() for k, v in self.module.state_dict().items()}
         self._reset = next((getattr(self.module, n) for n in ("reset_memory", "reset") if hasattr(self.module, n)), None)
+        # Buffers or a reset method mean memory across calls (an LSTM's hidden state): one episode at a time.
+        self.batchable = self._reset is None and not any(True for _ in self.module.buffers())
         self.obs_size, self.action_size = obs_size, None
         if obs_size is not None:
             try:

@@ -60,10 +60,12 @@ def default_root() -> Path:
 
 
 class ResultCache:
-    def __init__(self, root: Path, *, card, scene: Path | None, max_steps, trust: bool, profiles: dict[str, dict]):
+    def __init__(self, root: Path, *, card, scene: Path | None, max_steps, trust: bool, profiles: dict[str, dict],
+                 batch: bool = False):
         self.root = Path(root)
         base = {"card": path_digest(card.path), "policy": path_digest(card.policy_file),
-                "scene": path_digest(scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint()}
+                "scene": path_digest(scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint(),
+                "batch": batch}
         self._base = json.dumps(base, sort_keys=True)
         self._profiles = profiles
 

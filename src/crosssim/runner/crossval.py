@@ -58,6 +58,10 @@ class CrossvalConfig:
     """'local' (process pool, the default) or 'ray' (Ray tasks; --ray-address for a cluster)."""
     ray_address: str | None = None
     """Ray cluster address; None starts a private local instance on 127.0.0.1."""
+    batch: bool = False
+    """Step each engine's episodes in lockstep with one batched policy forward per control step
+    (engines with concurrent states: MuJoCo; memoryless policies). Numbers differ from one-at-a-time
+    runs in the last bits of the policy output, so this is part of the cache key."""
     cache: bool = True
     """Reuse per-episode results computed before with identical inputs (resume after an interruption)."""
     cache_dir: str | None = None
@@ -119,7 +123,7 @@ def run_crossval(config: CrossvalConfig, *, progress=None) -> dict:
                     known.add((c, i))
         skips[e] = frozenset(known)
     jobs = [EngineJob(str(card.path), e, episodes, config.trust_policy_code, config.max_steps, config.record, conditions,
-                      skips[e]) for e in config.engines]
+                      skips[e], config.batch) for e in config.engines]
     if progress and any(skips.values()):
         progress("cache", sum(len(v) for v in skips.values()), len(config.engines) * len(conditions) * len(episodes),
                  {"failure": None})
@@ -237,7 +241,7 @@ def _cache(card: Card, config: CrossvalConfig):
         except CrossSimError:
             profiles[e] = None
     return ResultCache(config.cache_dir or default_root(), card=card, scene=scene, max_steps=config.max_steps,
-                       trust=config.trust_policy_code, profiles=profiles)
+                       trust=config.trust_policy_code, profiles=profiles, batch=config.batch)
 
 
 def _hints(card) -> list[str]:

@@ -30,6 +30,48 @@ class EpisodeResult:
     trajectory: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+class EpisodeAccount:
+    """Accumulates one episode's rows: return, length, per-step task terms, optional trajectory."""
+
+    def __init__(self, name: str, episode: int, seed: int, record: bool):
+        self.name, self.record = name, record
+        self.result = EpisodeResult(name, episode, seed)
+        self.sums: dict[str, float] = {}
+        self.traj: dict[str, list] = {"t": [], "base_z": [], "base_x": [], "qpos": []} if record else {}
+
+    def add(self, t: int, step, frame) -> None:
+        self.result.ret += step.reward
+        self.result.length = t + 1
+        for k, v in step.terms.items():
+            self.sums[k] = self.sums.get(k, 0.0) + float(v)
+        if self.record:
+            self.traj["t"].append(frame.time)
+            self.traj["base_z"].append(frame.base_pos[2])
+            self.traj["base_x"].append(frame.base_pos[0])
+            self.traj["qpos"].append(frame.qpos.copy())
+        if step.terminated:
+            self.result.terminated = True
+
+    def fail(self, exc: Exception) -> None:
+        """Engine or policy failures become ``result.failure``, never exceptions."""
+        if isinstance(exc, EngineFailure):
+            self.result.failure = str(exc)
+        elif isinstance(exc, CrossSimError):
+            self.result.failure = f"{self.name}: {exc}"
+        else:  # an engine blowing up must not lose the other rows
+            self.result.failure = f"{self.name}: {type(exc).__name__}: {str(exc)[:300]}"
+
+    def finish(self, control_dt: float) -> EpisodeResult:
+        result = self.result
+        if result.length:
+            result.metrics = {k: v / result.length for k, v in self.sums.items()}
+            result.x_velocity = result.metrics.get("x_velocity", float("nan"))
+        result.metrics["survival_time"] = result.length * control_dt
+        if self.record:
+            result.trajectory = {k: np.asarray(v) for k, v in self.traj.items()}
+        return result
+
+
 def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, episode: int, seed: int,
                 max_steps: int | None = None, record: bool = False, profile_name: str | None = None,
                 perturbation: Perturbation | None = None) -> EpisodeResult:
@@ -40,44 +82,22 @@ def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, epis
     """
     task, c = harness.task, harness.canonical
     name = profile_name or engine.name
-    result = EpisodeResult(name, episode, seed)
+    account = EpisodeAccount(name, episode, seed, record)
     stepper = ControlStepper(engine, model, harness, perturbation, name=name)
-    steps = max_steps or task.max_steps
-    traj: dict[str, list] = {"t": [], "base_z": [], "base_x": [], "qpos": []} if record else {}
-    sums: dict[str, float] = {}
     try:
         frame, task_state = stepper.reset(task.initial_state(c, np.random.default_rng(seed)), [seed, 1])
         policy.reset()
-        for t in range(steps):
+        for t in range(max_steps or task.max_steps):
             action = stepper.check_action(policy.act(stepper.observe(frame, task_state)), t)
             after = stepper.step(action)
             step = task.step(frame, after, action, task_state, stepper.control_dt)
-            result.ret += step.reward
-            result.length = t + 1
-            for k, v in step.terms.items():
-                sums[k] = sums.get(k, 0.0) + float(v)
+            account.add(t, step, after)
             frame = after
-            if record:
-                traj["t"].append(frame.time)
-                traj["base_z"].append(frame.base_pos[2])
-                traj["base_x"].append(frame.base_pos[0])
-                traj["qpos"].append(frame.qpos.copy())
             if step.terminated:
-                result.terminated = True
                 break
-    except EngineFailure as exc:
-        result.failure = str(exc)
-    except CrossSimError as exc:
-        result.failure = f"{name}: {exc}"
-    except Exception as exc:  # an engine blowing up must not lose the other rows
-        result.failure = f"{name}: {type(exc).__name__}: {str(exc)[:300]}"
-    if result.length:
-        result.metrics = {k: v / result.length for k, v in sums.items()}
-        result.x_velocity = result.metrics.get("x_velocity", float("nan"))
-    result.metrics["survival_time"] = result.length * stepper.control_dt
-    if record:
-        result.trajectory = {k: np.asarray(v) for k, v in traj.items()}
-    return result
+    except Exception as exc:
+        account.fail(exc)
+    return account.finish(stepper.control_dt)
 
 
 def open_engine(profile: EngineProfile, harness: Harness, perturbation: Perturbation | None = None):

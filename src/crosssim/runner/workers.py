@@ -39,6 +39,9 @@ class EngineJob:
     """(condition name, Perturbation fields) pairs; every episode runs under each."""
     skip: frozenset = frozenset()
     """(condition, episode) pairs already known (cached): not run again."""
+    batch: bool = False
+    """Run a condition's episodes in lockstep, one batched policy forward per step, where the
+    engine and the policy allow it (crosssim.runner.batched)."""
 
     def units(self) -> list[tuple[str, int, int]]:
         """Every (condition, episode, seed) this job still owes a row for."""
@@ -52,6 +55,7 @@ def execute_job(job: EngineJob, emit) -> None:
     from crosssim.perturb import Perturbation
     from crosssim.policies import load_policy
     from crosssim.profiles import load_profile
+    from crosssim.runner.batched import can_batch, run_episodes_lockstep
     from crosssim.runner.rollout import Harness, open_engine, run_episode
 
     def fail(exc: Exception) -> None:
@@ -81,10 +85,19 @@ def execute_job(job: EngineJob, emit) -> None:
         try:
             if perturbation.is_nominal:
                 emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in engine.audit(model)])
+            record = job.episodes[0][0] if job.record and perturbation.is_nominal else None
+            if job.batch and can_batch(engine, policy):
+                rows = {i: k for k, (i, _) in enumerate(job.episodes)}
+                run_episodes_lockstep(
+                    engine, model, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
+                    max_steps=job.max_steps, record_episode=record, profile_name=job.profile, perturbation=perturbation,
+                    on_result=lambda r, c=condition: emit("row", dataclasses.asdict(r) | {"condition": c}),
+                    heartbeat=lambda t: emit("progress", t))
+                continue
             for episode, seed in todo:
                 result = run_episode(engine, model, harness, policy, episode=episode, seed=seed,
                                      max_steps=job.max_steps,
-                                     record=job.record and perturbation.is_nominal and episode == job.episodes[0][0],
+                                     record=episode == record,
                                      profile_name=job.profile, perturbation=perturbation)
                 emit("row", dataclasses.asdict(result) | {"condition": condition})
         finally:
