@@ -10,6 +10,8 @@ population it added no predictive power (docs/risk.md).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from crosssim.perturb import FAMILIES
@@ -56,6 +58,12 @@ def engine_weights(nominal: np.ndarray, ref: int) -> np.ndarray:
     return weights
 
 
+def _episode_means(R: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():  # an engine whose episodes all failed is an all-NaN slice: NaN is the answer
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(R, axis=-1)
+
+
 def _components(R: np.ndarray, ref: int, conditions: list[str]) -> dict[str, float]:
     """Point estimates from returns[engine, condition, episode] (episode axis averaged).
 
@@ -63,7 +71,7 @@ def _components(R: np.ndarray, ref: int, conditions: list[str]) -> dict[str, flo
     return, averaged over engines with the weights of ``engine_weights``: every engine measures
     the policy's sensitivity under its physics, and engines where it already fails say little.
     """
-    mean = np.nanmean(R, axis=2)  # engine x condition
+    mean = _episode_means(R)  # engine x condition
     nominal = mean[:, conditions.index("nominal")]
     weights = engine_weights(nominal, ref)
     out = {}
@@ -104,7 +112,7 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
     components = {k: {"drop": point[k], "ci95": ci[k], "what": FAMILY_TEXT[k]}
                   for k in [*FAMILIES, "engine_disagreement"]}
     driver = max(FAMILIES, key=lambda k: components[k]["drop"] if np.isfinite(components[k]["drop"]) else -1)
-    nominal = np.nanmean(R[:, conditions.index("nominal")], axis=1)
+    nominal = _episode_means(R[:, conditions.index("nominal")])
     weights = engine_weights(nominal, ref)
     aggregate = {"drop": point["aggregate"], "ci95": ci["aggregate"], "combined_gaps_drop": point["combined"],
                  "engine_weights": {e: float(w) for e, w in zip(engines, weights)}}
