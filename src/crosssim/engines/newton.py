@@ -30,7 +30,7 @@ import newton  # noqa: E402
 
 from crosssim.engines.base import AuditRow, EngineProfile  # noqa: E402
 from crosssim.engines.newton_model import NewtonModel, audit_newton, build_model  # noqa: E402
-from crosssim.frame import InitialState, SimFrame, quat_rotate, quat_to_matrix  # noqa: E402
+from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
 
 
 class NewtonState:
@@ -51,6 +51,8 @@ class NewtonState:
         """crosssim's torques, where a kernel adds passive joint torques to them (XPBD)."""
         self.ik_stale = False
         self.graph = None
+        self.joints: tuple[np.ndarray, np.ndarray] | None = None
+        """(qpos, qvel) in canonical layout, read once per physics step (stepper and frame both ask)."""
 
 
 class EngineNewton:
@@ -79,7 +81,7 @@ class EngineNewton:
             s.clear_forces()
             newton.eval_fk(model.nm, s.joint_q, s.joint_qd, s)
         model.reset_solver()
-        state.time, state.ik_stale = 0.0, False
+        state.time, state.ik_stale, state.joints = 0.0, False, None
         state.torques = np.zeros(c.joint_count)
         return state
 
@@ -101,7 +103,7 @@ class EngineNewton:
             else:
                 self._physics_step(model, state)
             state.time += model.dt
-        state.ik_stale = model.maximal
+        state.ik_stale, state.joints = model.maximal, None
 
     def _physics_step(self, model: NewtonModel, state: NewtonState) -> None:
         """One crosssim physics step: ``substeps`` solver steps; the result always ends in ``s0``
@@ -129,6 +131,11 @@ class EngineNewton:
             state.ik_stale = False
 
     def joint_state(self, model: NewtonModel, state: NewtonState) -> tuple[np.ndarray, np.ndarray]:
+        if state.joints is None:
+            state.joints = self._read_joints(model, state)
+        return state.joints
+
+    def _read_joints(self, model: NewtonModel, state: NewtonState) -> tuple[np.ndarray, np.ndarray]:
         self._refresh_joints(model, state)
         c = model.canonical
         q, qd = state.s0.joint_q.numpy(), state.s0.joint_qd.numpy()
@@ -168,18 +175,14 @@ def _passive_joint_f(q: wp.array(dtype=float), qd: wp.array(dtype=float), q_inde
     joint_f[i] = tau[k] - damping[k] * qd[i] - stiffness[k] * (q[q_index[k]] - rest[k])
 
 
-def _quat_xyzw_to_wxyz(q: np.ndarray) -> np.ndarray:
-    return np.array([q[3], q[0], q[1], q[2]], dtype=float)
-
-
 def _body_frame(model: NewtonModel, state: NewtonState, body: int):
     """Body frame origin pose and velocity, world frame (Newton reports COM twists)."""
     X = state.s0.body_q.numpy()[body]
     v = state.s0.body_qd.numpy()[body]
-    quat = _quat_xyzw_to_wxyz(X[3:7])
+    quat = xyzw_to_wxyz(X[3:7])
     ang = np.asarray(v[3:6], float)
     com_offset = quat_rotate(quat, model.body_com[body])
-    lin = np.asarray(v[:3], float) - np.cross(ang, com_offset)
+    lin = np.asarray(v[:3], float) - cross3(ang, com_offset)
     return np.asarray(X[:3], float), quat, lin, ang
 
 
@@ -191,12 +194,12 @@ def _free_to_newton(model: NewtonModel, qpos: np.ndarray, qvel: np.ndarray) -> t
     quat = quat / norm if norm > 0 else quat
     ang = quat_rotate(quat, qvel[3:6])
     com = quat_rotate(quat, model.body_com[model.body_index[0]])
-    lin = qvel[:3] + np.cross(ang, com)
+    lin = qvel[:3] + cross3(ang, com)
     return (np.concatenate((pos, quat[1:], quat[:1])), np.concatenate((lin, ang)))
 
 
 def _free_from_newton(model: NewtonModel, q: np.ndarray, qd: np.ndarray):
-    quat = _quat_xyzw_to_wxyz(q[3:7])
+    quat = xyzw_to_wxyz(q[3:7])
     ang = np.asarray(qd[3:6], float)
     com = quat_rotate(quat, model.body_com[model.body_index[0]])
-    return np.asarray(q[:3], float), quat, np.asarray(qd[:3], float) - np.cross(ang, com), ang
+    return np.asarray(q[:3], float), quat, np.asarray(qd[:3], float) - cross3(ang, com), ang

@@ -24,7 +24,7 @@ from crosssim.engines.base import AuditRow, EngineProfile
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import EngineFailure
 from crosssim.perturb import apply_model_scales
-from crosssim.frame import InitialState, SimFrame, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
+from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
 from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
 
 GEOM = mujoco.mjtGeom
@@ -238,7 +238,7 @@ class EnginePyBullet:
             com_quat = _quat_mul(quat, model.base_iquat)
             pybullet.resetBasePositionAndOrientation(model.robot, list(com), _xyzw(com_quat), **pb)
             ang_world = quat_rotate(quat, qvel[3:6])
-            lin_com = qvel[:3] + np.cross(ang_world, com - pos)
+            lin_com = qvel[:3] + cross3(ang_world, com - pos)
             pybullet.resetBaseVelocity(model.robot, list(lin_com), list(ang_world), **pb)
         for k, link in enumerate(model.joint_link):
             pybullet.resetJointState(model.robot, int(link), float(qpos[c.joint_qposadr[k]] - model.joint_offset[k]),
@@ -302,7 +302,7 @@ class EnginePyBullet:
         quat = _quat_mul(com_quat, _quat_conj(model.base_iquat))
         pos = np.asarray(com) - quat_rotate(quat, model.base_ipos)
         ang = np.asarray(ang)
-        lin = np.asarray(lin) + np.cross(ang, pos - np.asarray(com))
+        lin = np.asarray(lin) + cross3(ang, pos - np.asarray(com))
         return pos, quat, lin, ang
 
     def frame(self, model: PyBulletModel, state: PyBulletModel, *, contacts: bool = False) -> SimFrame:
@@ -318,7 +318,7 @@ class EnginePyBullet:
             pos = np.asarray(st[4]) + quat_rotate(quat, model.root_offset)
             com = np.asarray(st[0])
             ang = np.asarray(st[7])
-            lin = np.asarray(st[6]) + np.cross(ang, pos - com)
+            lin = np.asarray(st[6]) + cross3(ang, pos - com)
         wrench = self._contact_wrench(model) if contacts else np.zeros((0, 6))
         return SimFrame(time=model.time, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
                         base_lin_vel=lin, base_ang_vel=ang, joint_torque=model.torques.copy(),
@@ -338,7 +338,7 @@ class EnginePyBullet:
             force = pt[9] * normal + pt[10] * np.asarray(pt[11]) + pt[12] * np.asarray(pt[13])
             where = np.asarray(pt[5])
             out[k, 3:] += force
-            out[k, :3] += np.cross(where - com, force)
+            out[k, :3] += cross3(where - com, force)
         return out
 
     def _robot_com(self, model: PyBulletModel) -> np.ndarray:
