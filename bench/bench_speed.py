@@ -160,6 +160,27 @@ def bench_workers(episodes: int = 6) -> dict:
             "peak RSS per engine worker [MB]": rss}
 
 
+def _rss_mb() -> float:
+    """Resident memory now [MB] (not the peak: growth across runs is the question)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def bench_many_policies(policies: int = 30) -> dict:
+    """Many policies in one process (a CI batch): resident memory after the first few and after all."""
+    from crosssim.runner import CrossvalConfig, run_crossval
+
+    card = DEFAULT if DEFAULT.exists() else ZOO
+    out = Path(tempfile.mkdtemp())
+    rss = []
+    for k in range(policies):
+        run_crossval(CrossvalConfig(policy=str(card), engines=("mujoco", "pybullet"), episodes=2, max_steps=100,
+                                    risk=False, cache=False, out=str(out / str(k)), workers=2))
+        rss.append(_rss_mb())
+    return {"main process RSS after 5 policies [MB]": rss[4], f"main process RSS after {policies} policies [MB]": rss[-1],
+            "growth per policy after the 5th [MB]": (rss[-1] - rss[4]) / (policies - 5)}
+
+
 def bench_default_crossval() -> dict:
     """`make crossval` as shipped: default policy, default engines, 20 episodes, risk and report."""
     from crosssim.runner import CrossvalConfig, run_crossval
@@ -173,7 +194,7 @@ def bench_default_crossval() -> dict:
 
 
 BENCHES = [bench_step_path, bench_env, bench_batched_inference, bench_batched_rollouts, bench_workers,
-           bench_default_crossval]
+           bench_many_policies, bench_default_crossval]
 
 
 def main(argv=None) -> None:
