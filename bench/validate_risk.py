@@ -33,6 +33,7 @@ from crosssim.card import load_card  # noqa: E402
 from crosssim.perturb import FAMILIES  # noqa: E402
 from crosssim.policies import load_policy  # noqa: E402
 from crosssim.risk import risk_profile  # noqa: E402
+from crosssim.runner.cache import path_digest  # noqa: E402
 from crosssim.runner import CrossvalConfig, run_crossval  # noqa: E402
 from crosssim.runner.rollout import Harness  # noqa: E402
 from crosssim.stats import mmrv, pearson, spearman  # noqa: E402
@@ -49,9 +50,13 @@ def population_cards() -> list[Path]:
 
 
 def _key(card: Path, engines, episodes) -> str:
-    """What the engine runs and the realities depend on; not risk.py (the profile is recomputed)."""
+    """What the engine runs and the realities depend on; not risk.py (the profile is recomputed).
+
+    Engine and harness code are not in it either, on purpose: a full re-evaluation takes about an
+    hour, so delete .cache/validation after a change to them that should move the numbers.
+    """
     c = load_card(card)
-    h = hashlib.sha256(card.read_bytes() + c.policy_file.read_bytes() + f"{engines}{episodes}".encode())
+    h = hashlib.sha256(card.read_bytes() + path_digest(c.policy_file).encode() + f"{engines}{episodes}".encode())
     for f in (ROOT / "bench" / "realities.py", ROOT / "src" / "crosssim" / "perturb.py"):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -62,7 +67,7 @@ def evaluate(card_path: Path, engines: tuple[str, ...], episodes: int) -> dict:
     card = load_card(card_path)
     key = _key(card_path, engines, episodes)
     cached = CACHE / f"{card.name}-{key}.json"
-    runs = CACHE / "runs" / card.name
+    runs = CACHE / "runs" / f"{card.name}-{key}"  # the rows the record was made from
     if cached.exists() and (runs / "results.parquet").exists():
         record = json.loads(cached.read_text())
     else:

@@ -107,3 +107,54 @@ def test_bad_rllib_paths_name_the_fix(tmp_path):
     (tmp_path / "trunc" / "module_state.pkl").write_bytes(pickle.dumps({"a": np.ones(3)})[:10])
     with pytest.raises(PolicyLoadError, match="cannot read the module state"):
         RLlibModulePolicy(tmp_path / "trunc", low=-np.ones(3), high=np.ones(3))
+
+
+def _crafted(kind: str) -> bytes:
+    """Hand-written pickles that abuse numpy's reconstructors (memory corruption with plain pickle)."""
+    import struct
+
+    g = lambda mod, name: b"c" + mod.encode() + b"\n" + name.encode() + b"\n"  # noqa: E731
+    s = lambda text: b"X" + struct.pack("<I", len(text)) + text.encode()  # noqa: E731
+    i = lambda n: b"J" + struct.pack("<i", n)  # noqa: E731
+    raw = b"C\x08" + struct.pack("<Q", 0x4141414141414141)
+
+    def dtype(code, flags):
+        return (g("numpy", "dtype") + b"(" + s(code) + b"\x89\x88tR" + b"(" + i(3) + s("|") + b"NNN" + i(-1) + i(-1)
+                + i(flags) + b"tb")
+
+    if kind == "object array":
+        body = (g("numpy._core.multiarray", "_reconstruct") + b"(" + g("numpy", "ndarray") + b"(" + i(0) + b"tC\x01btR"
+                + b"(" + i(1) + b"(" + i(1) + b"t" + dtype("O8", 0) + b"\x89" + raw + b"tb")
+    else:
+        body = g("numpy._core.multiarray", "scalar") + b"(" + dtype("O8", 0) + raw + b"tR"
+    return b"\x80\x03}" + s("pi.net.mlp.0.weight") + body + b"s."
+
+
+@pytest.mark.parametrize("kind", ["object array", "object scalar"])
+def test_crafted_numpy_pickles_are_refused_without_crashing(tmp_path, kind):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    (folder / "module_state.pkl").write_bytes(_crafted(kind))
+    code = ("import numpy as np; from crosssim.policies.rllib import RLlibModulePolicy\n"
+            f"RLlibModulePolicy({str(folder)!r}, low=-np.ones(3), high=np.ones(3))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run  # a Python error, not a signal
+    assert "PolicyLoadError" in run.stderr and ("not a plain numeric type" in run.stderr or "scalar" in run.stderr)
+
+
+def test_activation_scan_reads_repeated_strings(tmp_path):
+    """Pickle stores a repeated string once and refers back to it: both activations are found."""
+    from crosssim.policies.rllib import scan_model_config
+
+    for fcnet, head in (("tanh", "tanh"), ("relu", "tanh"), ("elu", "relu")):
+        config = {"model_config": {"fcnet_activation": fcnet, "head_fcnet_hiddens": [8],
+                                   "head_fcnet_activation": head}}
+        (tmp_path / "class_and_ctor_args.pkl").write_bytes(pickle.dumps({"class": None, "ctor_args_and_kwargs": config}))
+        assert scan_model_config(tmp_path) == {"fcnet_activation": fcnet, "head_fcnet_activation": head}
+    config = {"model_config": {"fcnet_activation": "gelu_custom"}}
+    (tmp_path / "class_and_ctor_args.pkl").write_bytes(pickle.dumps(config))
+    with pytest.raises(PolicyLoadError, match="policy.activation"):
+        scan_model_config(tmp_path)

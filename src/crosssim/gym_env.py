@@ -26,7 +26,7 @@ class CrossSimEnv(gym.Env):
     """
 
     metadata = {"render_modes": []}
-    MAX_MODELS = 64
+    MAX_MODELS = 32
 
     def __init__(self, task: str = "Hopper", engine: str = "mujoco", *, max_steps: int | None = None,
                  perturbations: PerturbationSampler | None = None):

@@ -33,6 +33,13 @@ def train_rllib(config) -> Path:
     from crosssim.perturb import RandomizationRanges
     from crosssim.train import write_card
 
+    from crosssim.runner.harness import Harness
+
+    act = Harness.for_task(config.task).actuation
+    if len(set(act.ctrl_low)) != 1 or len(set(act.ctrl_high)) != 1:
+        raise CrossSimError(f"task {config.task}: per-joint action ranges; a card's action.clip holds one range, "
+                            "train with --framework sb3")
+    bounds = [float(act.ctrl_low[0]), float(act.ctrl_high[0])]
     n_envs = max(config.n_envs, 1)
     env_name = f"crosssim-{config.task}-{'-'.join(config.engines)}"
     register_env(env_name, rllib_env_creator(config.task, config.engines,
@@ -68,5 +75,6 @@ def train_rllib(config) -> Path:
     finally:
         if started:
             ray.shutdown()
+    # RLlib squashes actions to [-1, 1] and maps them onto the env's box; the card's clip is that box.
     return write_card(config, out, {"file": CHECKPOINT, "format": "rllib", "algo": "ppo", "activation": "tanh"},
-                      {}, time.time() - start)
+                      {"action": {"clip": bounds}}, time.time() - start)

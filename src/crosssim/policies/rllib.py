@@ -5,7 +5,8 @@ numpy arrays, which a restricted unpickler reads while refusing every other glob
 names any class or function outside the short list below is rejected, never executed). The
 ``class_and_ctor_args.pkl`` next to it names classes, so it is never unpickled: its opcodes are only
 scanned for the model config's activation strings. The network is rebuilt in numpy from tensor
-names and shapes (RLlib's default PPO/APPO/IMPALA MLP: encoder, then the pi head; SAC's pi head).
+names and shapes (RLlib's default PPO/APPO/IMPALA MLP: encoder, then the pi head). SAC modules
+(a tanh-squashed Gaussian behind their own ``pi_encoder``) are refused with a message.
 
 Deterministic action = the Gaussian mean (first half of the pi output, or all of it with a free
 log-std), mapped from [-1, 1] to the action box when the algorithm normalised actions (RLlib's
@@ -23,17 +24,64 @@ import numpy as np
 
 from crosssim.errors import PolicyLoadError
 
-# (module, name) pairs a weights pickle may reference: containers and numpy array reconstruction.
+# Plain numeric dtypes a weights array may have. Nothing else is ever built: numpy's own dtype and
+# array reconstructors accept internal state (flags, object dtypes) that can corrupt memory, so the
+# unpickler below hands the pickle inert stand-ins and builds the arrays itself afterwards.
+_NUMERIC = {f"{k}{n}" for k, sizes in (("f", (2, 4, 8)), ("i", (1, 2, 4, 8)), ("u", (1, 2, 4, 8)), ("b", (1,)))
+            for n in sizes}
+
+
+class _DType:
+    """Stand-in for ``numpy.dtype(code, align, copy)`` plus its pickled state (byte order only)."""
+
+    def __init__(self, code, *args):
+        if not isinstance(code, str) or code not in _NUMERIC:
+            raise PolicyLoadError(f"array dtype {code!r} is not a plain numeric type")
+        self.code, self.order = code, "|"
+
+    def __setstate__(self, state):
+        if not (isinstance(state, tuple) and len(state) >= 2 and state[1] in ("<", ">", "|", "=")
+                and all(x is None for x in state[2:5])):
+            raise PolicyLoadError("array dtype carries a non-standard state")
+        self.order = state[1]
+
+    def real(self) -> np.dtype:
+        return np.dtype(("" if self.order == "|" else self.order) + self.code)
+
+
+def _frombuffer(buf, dtype, shape, order):
+    """numpy's protocol-5 array reconstructor, for plain numeric dtypes only."""
+    if not isinstance(buf, (bytes, bytearray)) or not isinstance(dtype, _DType):
+        raise PolicyLoadError("malformed array in the weights pickle")
+    return np.frombuffer(bytes(buf), dtype=dtype.real()).reshape(tuple(shape), order=order).copy()
+
+
+class _Array:
+    """Stand-in for ``numpy.ndarray`` rebuilt by ``_reconstruct`` + state (pickle protocols < 5)."""
+
+    def __init__(self, cls=None, shape=(0,), typecode=b"b"):
+        if cls is not _NDARRAY:
+            raise PolicyLoadError("malformed array in the weights pickle")
+        self.value = None
+
+    def __setstate__(self, state):
+        if not (isinstance(state, tuple) and len(state) == 5 and isinstance(state[2], _DType)
+                and isinstance(state[4], (bytes, bytearray))):
+            raise PolicyLoadError("array state is not a plain numeric buffer")
+        _, shape, dtype, fortran, raw = state
+        self.value = np.frombuffer(bytes(raw), dtype=dtype.real()).reshape(tuple(shape), order="F" if fortran else "C").copy()
+
+
+_NDARRAY = object()
 _ALLOWED = {
-    ("collections", "OrderedDict"),
-    ("numpy", "dtype"),
-    ("numpy", "ndarray"),
-    ("numpy._core.numeric", "_frombuffer"),
-    ("numpy.core.numeric", "_frombuffer"),
-    ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy._core.multiarray", "scalar"),
-    ("numpy.core.multiarray", "scalar"),
+    ("collections", "OrderedDict"): dict,
+    ("builtins", "dict"): dict,
+    ("numpy", "dtype"): _DType,
+    ("numpy", "ndarray"): _NDARRAY,
+    ("numpy._core.numeric", "_frombuffer"): _frombuffer,
+    ("numpy.core.numeric", "_frombuffer"): _frombuffer,
+    ("numpy._core.multiarray", "_reconstruct"): _Array,
+    ("numpy.core.multiarray", "_reconstruct"): _Array,
 }
 _ACT = {
     "tanh": np.tanh,
@@ -59,7 +107,7 @@ class _WeightsUnpickler(pickle.Unpickler):
                 f"{self.path}: the weights pickle refers to {module}.{name}, which crosssim does not load "
                 "(weights only: numpy arrays in dicts). Export the RLModule's state again, or convert it to "
                 "TorchScript/ONNX")
-        return super().find_class(module, name)
+        return _ALLOWED[(module, name)]
 
 
 def module_folder(path: Path, module_id: str = "default_policy") -> Path:
@@ -82,28 +130,56 @@ def read_weights(folder: Path) -> dict[str, np.ndarray]:
     path = folder / "module_state.pkl"
     try:
         state = _WeightsUnpickler(path.read_bytes(), path).load()
-    except PolicyLoadError:
-        raise
+    except PolicyLoadError as exc:
+        raise PolicyLoadError(str(exc) if str(exc).startswith(str(path)) else f"{path}: {exc}") from None
     except Exception as exc:  # truncated or not a pickle at all
         raise PolicyLoadError(f"{path}: cannot read the module state ({type(exc).__name__}: {str(exc)[:200]})") from None
-    if not isinstance(state, dict) or not all(isinstance(v, np.ndarray) for v in state.values()):
+    if not isinstance(state, dict):
         raise PolicyLoadError(f"{path}: expected a dict of numpy arrays, found {type(state).__name__}")
-    return state
+    out = {}
+    for key, value in state.items():
+        value = value.value if isinstance(value, _Array) else value
+        if not isinstance(key, str) or not isinstance(value, np.ndarray):
+            raise PolicyLoadError(f"{path}: entry {key!r} is not a numpy array of numbers")
+        out[key] = value
+    return out
+
+
+def _pickled_strings(data: bytes) -> list[str | None]:
+    """Values the pickle pushes, in order, with memo references resolved (None: not a string)."""
+    pushed: list[str | None] = []
+    memo: dict[int, str | None] = {}
+    for op, arg, _ in pickletools.genops(data):
+        name = op.name
+        if "UNICODE" in name or name.endswith("STRING"):
+            pushed.append(arg)
+        elif name == "MEMOIZE":
+            memo[len(memo)] = pushed[-1] if pushed else None
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[int(arg)] = pushed[-1] if pushed else None
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            pushed.append(memo.get(int(arg)))
+        elif op.stack_after and name not in ("MARK",):
+            pushed.append(None)  # some other object
+    return pushed
 
 
 def scan_model_config(folder: Path) -> dict[str, str]:
-    """String-valued model-config entries from class_and_ctor_args.pkl, by reading opcodes (nothing runs)."""
+    """Activation names from class_and_ctor_args.pkl, by reading opcodes (nothing runs)."""
     path = folder / "class_and_ctor_args.pkl"
     found: dict[str, str] = {}
     if not path.is_file():
         return found
     try:
-        strings = [arg for _, arg, _ in pickletools.genops(path.read_bytes()) if isinstance(arg, str)]
+        values = _pickled_strings(path.read_bytes())
     except Exception:  # a malformed file only loses the hint; the card can still say it
         return found
-    for i, s in enumerate(strings[:-1]):
-        if s in DEFAULTS and strings[i + 1] in _ACT:
-            found[s] = strings[i + 1]
+    for key, value in zip(values, values[1:]):
+        if key in DEFAULTS and key not in found:
+            if value not in _ACT or value is None:
+                raise PolicyLoadError(f"{path}: {key} is {value!r}; crosssim rebuilds "
+                                      f"{', '.join(k for k in _ACT if k)} (set policy.activation in the card)")
+            found[key] = value
     return found
 
 
@@ -136,13 +212,16 @@ class RLlibModulePolicy:
                 raise PolicyLoadError(f"{path}: unknown activation {activation!r}; one of {sorted(k for k in _ACT if k)}")
             config["fcnet_activation"] = activation.lower()
         self.path, self.config = folder, config
+        if any(k.startswith(("pi_encoder.", "qf_encoder.", "qf.")) for k in state):
+            raise PolicyLoadError(f"{folder}: an RLlib SAC module; crosssim reads PPO/APPO/IMPALA modules only (export "
+                                  "this one to ONNX or TorchScript)")
         encoder = next((p for p in ("encoder.actor_encoder.net.mlp", "encoder.encoder.net.mlp") if f"{p}.0.weight" in state),
                        None)
         self.encoder = _mlp(state, encoder) if encoder else []
         self.head = _mlp(state, "pi.net.mlp")
         if not self.head:
             raise PolicyLoadError(f"{folder}: unrecognised RLModule (keys {sorted(state)[:6]}...); supported: RLlib's "
-                                  "default MLP modules (PPO, APPO, IMPALA, SAC) with a 'pi' head")
+                                  "default MLP modules (PPO, APPO, IMPALA) with a 'pi' head")
         first = (self.encoder or self.head)[0][0]
         self.obs_size = int(first.shape[1])
         self.low, self.high = np.asarray(low, float), np.asarray(high, float)

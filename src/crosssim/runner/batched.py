@@ -57,14 +57,19 @@ def run_episodes_lockstep(engine, model, harness: Harness, policy: Policy, slots
         if t and t % HEARTBEAT_STEPS == 0:
             heartbeat(t)
         ended = []
-        try:
-            for row in alive:
+        for row in alive:
+            try:
                 obs[row] = steppers[row].observe(frames[row], states[row])
+            except Exception as exc:  # this episode's observation: only this episode fails
+                accounts[row].fail(exc)
+                ended.append(row)
+        alive = [row for row in alive if row not in ended]
+        try:
             actions = np.asarray(policy.act(obs))
         except Exception as exc:  # the shared policy failed: every running episode fails with it
             for row in alive:
                 accounts[row].fail(exc)
-            ended, alive = alive, []
+            ended, alive = ended + alive, []
         for row in alive:
             stepper, account = steppers[row], accounts[row]
             try:

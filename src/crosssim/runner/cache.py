@@ -61,7 +61,9 @@ def default_root() -> Path:
 
 class ResultCache:
     def __init__(self, root: Path, *, card, scene: Path | None, max_steps, trust: bool, profiles: dict[str, dict],
-                 batch: bool = False):
+                 batch: int = 0):
+        """``batch``: the lockstep batch size (0: one episode at a time); a batched row's last bits
+        depend on it (the matrix-product kernel depends on the shape)."""
         self.root = Path(root)
         base = {"card": path_digest(card.path), "policy": path_digest(card.policy_file),
                 "scene": path_digest(scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint(),

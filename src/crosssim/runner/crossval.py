@@ -61,7 +61,8 @@ class CrossvalConfig:
     batch: bool = False
     """Step each engine's episodes in lockstep with one batched policy forward per control step
     (engines with concurrent states: MuJoCo; memoryless policies). Numbers differ from one-at-a-time
-    runs in the last bits of the policy output, so this is part of the cache key."""
+    runs in the last bits of the policy output, so this (with the batch size, the episode count) is part
+    of the cache key."""
     cache: bool = True
     """Reuse per-episode results computed before with identical inputs (resume after an interruption)."""
     cache_dir: str | None = None
@@ -241,7 +242,8 @@ def _cache(card: Card, config: CrossvalConfig):
         except CrossSimError:
             profiles[e] = None
     return ResultCache(config.cache_dir or default_root(), card=card, scene=scene, max_steps=config.max_steps,
-                       trust=config.trust_policy_code, profiles=profiles, batch=config.batch)
+                       trust=config.trust_policy_code, profiles=profiles,
+                       batch=config.episodes if config.batch else 0)
 
 
 def _hints(card) -> list[str]:

@@ -129,6 +129,8 @@ class StdioWorker:
         self.queue: queue_mod.Queue = queue_mod.Queue()
         payload = dataclasses.asdict(job)
         payload["skip"] = sorted(job.skip)
+        if not job.batch:  # a worker interpreter with an older crosssim does not know the field
+            payload.pop("batch")
         try:
             self.proc = subprocess.Popen([python, "-m", "crosssim.runner.stdio_worker"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, text=True)
