@@ -158,3 +158,23 @@ def test_activation_scan_reads_repeated_strings(tmp_path):
     (tmp_path / "class_and_ctor_args.pkl").write_bytes(pickle.dumps(config))
     with pytest.raises(PolicyLoadError, match="policy.activation"):
         scan_model_config(tmp_path)
+
+
+def test_malformed_weights_name_the_layer(tmp_path):
+    from crosssim.policies.rllib import RLlibModulePolicy
+
+    good = {"encoder.actor_encoder.net.mlp.0.weight": np.ones((8, 11)), "encoder.actor_encoder.net.mlp.0.bias": np.ones(8),
+            "pi.net.mlp.0.weight": np.ones((6, 8)), "pi.net.mlp.0.bias": np.ones(6)}
+    cases = {"bias": ({"pi.net.mlp.0.bias": None}, "weight and bias"),
+             "chain": ({"pi.net.mlp.0.weight": np.ones((6, 5))}, "encoder gives 8"),
+             "norm": ({"pi.net.mlp.1.weight": np.ones(6), "pi.net.mlp.1.bias": np.ones(6)}, "not a linear layer"),
+             "names": ({"pi.net.mlp.x.weight": np.ones(3)}, "unexpected entries")}
+    for name, (change, message) in cases.items():
+        state = {k: v for k, v in {**good, **change}.items() if v is not None}
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "module_state.pkl").write_bytes(pickle.dumps(state))
+        with pytest.raises(PolicyLoadError, match=message):
+            RLlibModulePolicy(tmp_path / name, low=-np.ones(3), high=np.ones(3))
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "module_state.pkl").write_bytes(pickle.dumps(good))
+    assert RLlibModulePolicy(tmp_path / "ok", low=-np.ones(3), high=np.ones(3)).act(np.zeros(11)).shape == (3,)

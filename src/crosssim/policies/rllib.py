@@ -185,15 +185,21 @@ def scan_model_config(folder: Path) -> dict[str, str]:
 
 def _mlp(state: dict, prefix: str) -> list[tuple[np.ndarray, np.ndarray]]:
     """Linear layers of an nn.Sequential in index order (activations hold no weights)."""
-    index = sorted(int(k[len(prefix) + 1:].split(".")[0]) for k in state
-                   if k.startswith(prefix + ".") and k.endswith(".weight"))
+    keys = [k[len(prefix) + 1:].split(".") for k in state if k.startswith(prefix + ".")]
+    if any(len(k) != 2 or not k[0].isdigit() or k[1] not in ("weight", "bias") for k in keys):
+        raise PolicyLoadError(f"{prefix}: unexpected entries {sorted('.'.join(k) for k in keys)[:4]}; crosssim "
+                              "rebuilds plain MLPs only, export this module to ONNX instead")
     layers = []
-    for k in index:
-        w = state[f"{prefix}.{k}.weight"]
-        if w.ndim != 2:
-            raise PolicyLoadError(f"{prefix}.{k}: a normalisation layer; crosssim rebuilds plain MLPs only "
-                                  "(fcnet_use_layernorm off), export this module to ONNX instead")
-        layers.append((w.astype(float), state[f"{prefix}.{k}.bias"].astype(float)))
+    for k in sorted({int(k[0]) for k in keys}):
+        w, b = state.get(f"{prefix}.{k}.weight"), state.get(f"{prefix}.{k}.bias")
+        if w is None or b is None or w.ndim != 2 or b.shape != (w.shape[0],):
+            raise PolicyLoadError(f"{prefix}.{k}: not a linear layer (a normalisation layer, or weight and bias "
+                                  "missing or mismatched); crosssim rebuilds plain MLPs only (fcnet_use_layernorm "
+                                  "off), export this module to ONNX instead")
+        if layers and w.shape[1] != layers[-1][0].shape[0]:
+            raise PolicyLoadError(f"{prefix}.{k}: takes {w.shape[1]} inputs but the layer before gives "
+                                  f"{layers[-1][0].shape[0]}")
+        layers.append((w.astype(float), b.astype(float)))
     return layers
 
 
@@ -222,6 +228,9 @@ class RLlibModulePolicy:
         if not self.head:
             raise PolicyLoadError(f"{folder}: unrecognised RLModule (keys {sorted(state)[:6]}...); supported: RLlib's "
                                   "default MLP modules (PPO, APPO, IMPALA) with a 'pi' head")
+        if self.encoder and self.head[0][0].shape[1] != self.encoder[-1][0].shape[0]:
+            raise PolicyLoadError(f"{folder}: the pi head takes {self.head[0][0].shape[1]} inputs but the encoder "
+                                  f"gives {self.encoder[-1][0].shape[0]}")
         first = (self.encoder or self.head)[0][0]
         self.obs_size = int(first.shape[1])
         self.low, self.high = np.asarray(low, float), np.asarray(high, float)
