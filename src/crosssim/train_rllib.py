@@ -29,12 +29,13 @@ def train_rllib(config) -> Path:
         from ray.tune.registry import register_env
     except ImportError:
         raise CrossSimError("--framework rllib needs Ray RLlib: pip install 'crosssim[rllib]'") from None
-    from crosssim.gym_env import rllib_env_creator
+    from crosssim.gym_env import make_env, rllib_env_creator
     from crosssim.perturb import RandomizationRanges
+    from crosssim.runner.harness import Harness
     from crosssim.train import write_card
 
-    from crosssim.runner.harness import Harness
-
+    for engine in dict.fromkeys(config.engines):  # a missing engine is one clear line here, not inside Ray
+        make_env(config.task, engine=engine).close()
     act = Harness.for_task(config.task).actuation
     if len(set(act.ctrl_low)) != 1 or len(set(act.ctrl_high)) != 1:
         raise CrossSimError(f"task {config.task}: per-joint action ranges; a card's action.clip holds one range, "
