@@ -181,6 +181,37 @@ def bench_many_policies(policies: int = 30) -> dict:
             "growth per policy after the 5th [MB]": (rss[-1] - rss[4]) / (policies - 5)}
 
 
+def bench_newton_worlds(worlds: tuple[int, ...] = (1, 8, 32), steps: int = 300) -> dict:
+    """Newton's MuJoCo-Warp solver on Warp's CPU device: world-steps/s with many Hopper worlds in one model.
+
+    The bare solver (gymnasium's hopper.xml, Newton's defaults, no crosssim reconciliation), one
+    captured graph per model: how much a many-worlds (GPU-style) batch could give on a CPU.
+    """
+    import gymnasium
+    import newton
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    xml = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"
+    rate = {}
+    for n in worlds:
+        single = newton.ModelBuilder()
+        single.add_mjcf(str(xml), parse_mujoco_options=False, parse_visuals=False, parse_sites=False)
+        builder = newton.ModelBuilder()
+        builder.replicate(single, n)
+        model = builder.finalize(device="cpu")
+        solver = newton.solvers.SolverMuJoCo(model)
+        s0, s1, control = model.state(), model.state(), model.control()
+        solver.step(s0, s1, control, None, 0.002)
+        with wp.ScopedCapture(device="cpu") as capture:
+            solver.step(s0, s1, control, None, 0.002)
+        (elapsed,) = timed(lambda: [wp.capture_launch(capture.graph) for _ in range(steps)], repeat=3)
+        rate[n] = n * steps / elapsed
+    out = {f"{n} worlds [world-steps/s]": rate[n] for n in worlds}
+    out[f"ratio {worlds[-1]} worlds / 1 world"] = rate[worlds[-1]] / rate[worlds[0]]
+    return out
+
+
 def bench_default_crossval() -> dict:
     """`make crossval` as shipped: default policy, default engines, 20 episodes, risk and report."""
     from crosssim.runner import CrossvalConfig, run_crossval
@@ -194,7 +225,7 @@ def bench_default_crossval() -> dict:
 
 
 BENCHES = [bench_step_path, bench_env, bench_batched_inference, bench_batched_rollouts, bench_workers,
-           bench_many_policies, bench_default_crossval]
+           bench_many_policies, bench_newton_worlds, bench_default_crossval]
 
 
 def main(argv=None) -> None:
