@@ -11,7 +11,7 @@ ARGS ?=
 export MUJOCO_GL ?= egl
 export WARP_CACHE_PATH ?= $(CURDIR)/.cache/warp
 
-.PHONY: venv crossval test test-fast policies bench validate clean-venv
+.PHONY: venv crossval test test-fast policies bench validate multisim clean-venv
 
 venv: $(STAMP)
 
@@ -44,3 +44,7 @@ clean-venv:
 validate: $(STAMP)
 	$(PY) bench/train_population.py
 	$(PY) bench/validate_risk.py $(ARGS)
+
+# Multi-engine training experiment (docs/multisim.md): trains 4 recipes x 4 seeds (cached), then evaluates.
+multisim: $(STAMP)
+	$(PY) bench/multisim.py --seeds 0,1,2,3 $(ARGS)

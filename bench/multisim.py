@@ -13,7 +13,7 @@ crosssim's risk profile from a crossval in MuJoCo and PyBullet, and the true dro
 realities of bench/realities.py, which no arm trains in. Policies land in .cache/multisim/hopper-<arm>-s<seed>/
 (kept; delete a folder to retrain); evaluations are cached like the validation's.
 
-    .venv/bin/python bench/multisim.py [--seeds 0,1] [--steps 150000] [--train-only] [--no-write]
+    make multisim   (.venv/bin/python bench/multisim.py [--seeds 0,1] [--steps 150000] [--train-only] [--no-write])
 """
 
 from __future__ import annotations
