@@ -32,7 +32,7 @@ from realities import REALITIES, run_reality  # noqa: E402
 from crosssim.card import load_card  # noqa: E402
 from crosssim.perturb import FAMILIES  # noqa: E402
 from crosssim.policies import load_policy  # noqa: E402
-from crosssim.risk import risk_profile  # noqa: E402
+from crosssim.risk import clipped_drop, risk_profile  # noqa: E402
 from crosssim.runner.cache import path_digest  # noqa: E402
 from crosssim.runner import CrossvalConfig, run_crossval  # noqa: E402
 from crosssim.runner.rollout import Harness  # noqa: E402
@@ -98,10 +98,6 @@ def _run(card_path: Path, card, engines: tuple[str, ...], episodes: int, out: Pa
             "means": {f"{e}/{c}": float(v) for (e, c), v in means.items()}, "truth": truth, "reality_return": real}
 
 
-def _drop(base: float, value: float) -> float:
-    return float(np.clip((base - value) / max(abs(base), 1e-9), 0.0, 1.0))
-
-
 def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float]]:
     """Scores per target family: the profile, the ablation, earlier designs and the baselines."""
     ref, m = rec["reference"], rec["means"]
@@ -110,13 +106,13 @@ def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float
     out: dict[str, dict[str, float]] = {}
     for fam in [*FAMILIES, "all"]:
         cond = "combined" if fam == "all" else fam
-        own = [_drop(m[f"{e}/nominal"], m.get(f"{e}/{cond}", np.nan)) for e in engines
+        own = [clipped_drop(m[f"{e}/nominal"], m.get(f"{e}/{cond}", np.nan)) for e in engines
                if f"{e}/nominal" in m and abs(m[f"{e}/nominal"]) > 1e-9]
-        v1 = [_drop(base, m[f"{e}/{cond}"]) for e in engines if f"{e}/{cond}" in m]
+        v1 = [clipped_drop(base, m[f"{e}/{cond}"]) for e in engines if f"{e}/{cond}" in m]
         dis = comps["engine_disagreement"]["drop"]
         scores = {
             "profile": rec["risk"]["aggregate"]["drop"] if fam == "all" else comps[fam]["drop"],
-            "ablation: sweeps in reference engine only": _drop(base, m.get(f"{ref}/{cond}", np.nan)),
+            "ablation: sweeps in reference engine only": clipped_drop(base, m.get(f"{ref}/{cond}", np.nan)),
             "design v1: mean over engines of the drop from the reference's nominal"
             + (" x disagreement" if fam == "all" else ""):
                 (1 - (1 - np.mean(v1)) * (1 - dis)) if fam == "all" else float(np.mean(v1)),
@@ -125,7 +121,7 @@ def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float
         }
         for e in engines:
             if e != ref:
-                scores[f"baseline: {e} nominal drop"] = _drop(base, m.get(f"{e}/nominal", np.nan))
+                scores[f"baseline: {e} nominal drop"] = clipped_drop(base, m.get(f"{e}/nominal", np.nan))
         out[fam] = scores
     return out
 

@@ -42,7 +42,8 @@ def _matrix(df, engines, conditions, episodes) -> np.ndarray:
     return out
 
 
-def _drop(base: float, value: float) -> float:
+def clipped_drop(base: float, value: float) -> float:
+    """Share of ``base`` lost at ``value``, clipped to [0, 1] (a gain is no drop)."""
     return float(np.clip((base - value) / max(abs(base), 1e-9), 0.0, 1.0))
 
 
@@ -78,9 +79,9 @@ def _components(R: np.ndarray, ref: int, conditions: list[str]) -> dict[str, flo
     for fam in [*FAMILIES, "combined"]:
         col = mean[:, conditions.index(fam)]
         ok = [e for e in range(R.shape[0]) if np.isfinite(col[e]) and np.isfinite(nominal[e]) and weights[e] > 0]
-        out[fam] = (float(np.dot([weights[e] for e in ok], [_drop(nominal[e], col[e]) for e in ok])
+        out[fam] = (float(np.dot([weights[e] for e in ok], [clipped_drop(nominal[e], col[e]) for e in ok])
                           / sum(weights[e] for e in ok)) if ok else float("nan"))
-    others = [_drop(nominal[ref], nominal[e]) for e in range(R.shape[0]) if e != ref and np.isfinite(nominal[e])]
+    others = [clipped_drop(nominal[ref], nominal[e]) for e in range(R.shape[0]) if e != ref and np.isfinite(nominal[e])]
     out["engine_disagreement"] = float(np.mean(others)) if others else 0.0
     out["aggregate"] = out["combined"]
     return out
