@@ -61,7 +61,7 @@ def train_arm(arm: str, seed: int, steps: int) -> Path:
     return card
 
 
-def _mean_ci(values: list[float]) -> str:
+def _mean_sd(values: list[float]) -> str:
     v = np.asarray(values, float)
     if len(v) < 2:
         return f"{v.mean():.2f}"
@@ -96,15 +96,15 @@ def tabulate(records: dict[str, list[dict]], steps: int, seeds: list[int], episo
         pyb = [r["means"].get("pybullet/nominal", np.nan) for r in recs]
         agg = [r["risk"]["aggregate"]["drop"] for r in recs]
         verdicts = ", ".join(r["risk"]["verdict"] for r in recs)
-        drops = [_mean_ci([r["truth"][f] for r in recs]) for f in fams]
-        lines.append(f"| {arm} | {_mean_ci(sim)} | {_mean_ci(pyb)} | {_mean_ci(agg)} | {verdicts} | "
-                     + " | ".join(drops) + f" | {_mean_ci([_real(r, 'all') for r in recs])} |")
+        drops = [_mean_sd([r["truth"][f] for r in recs]) for f in fams]
+        lines.append(f"| {arm} | {_mean_sd(sim)} | {_mean_sd(pyb)} | {_mean_sd(agg)} | {verdicts} | "
+                     + " | ".join(drops) + f" | {_mean_sd([_real(r, 'all') for r in recs])} |")
     lines += ["", "Absolute return in each held-out reality (what a robot would get), mean ± sd over seeds:", "",
               "| arm | MuJoCo (no gap) | " + " | ".join(fams) + " |", "|---|---|" + "---|" * len(fams)]
     for arm, recs in records.items():
         if recs:
-            lines.append(f"| {arm} | {_mean_ci([r['sim_return'] for r in recs])} | "
-                         + " | ".join(_mean_ci([_real(r, f) for r in recs]) for f in fams) + " |")
+            lines.append(f"| {arm} | {_mean_sd([r['sim_return'] for r in recs])} | "
+                         + " | ".join(_mean_sd([_real(r, f) for r in recs]) for f in fams) + " |")
     every = [r for recs in records.values() for r in recs]
     lines += ["", f"The risk profile on these {len(every)} policies, none of which took part in choosing its design "
               "(Spearman / MMRV of each component against its own reality):", "",

@@ -9,8 +9,8 @@ names and shapes (RLlib's default PPO/APPO/IMPALA MLP: encoder, then the pi head
 (a tanh-squashed Gaussian behind their own ``pi_encoder``) are refused with a message.
 
 Deterministic action = the Gaussian mean (first half of the pi output, or all of it with a free
-log-std), mapped from [-1, 1] to the action box when the algorithm normalised actions (RLlib's
-default), then clipped to the box.
+log-std), mapped from [-1, 1] to the action box as RLlib's ``normalize_actions`` (on by default)
+does, then clipped to the box.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ class RLlibModulePolicy:
     batchable = True
 
     def __init__(self, path: Path, *, low: np.ndarray, high: np.ndarray, module_id: str = "default_policy",
-                 activation: str | None = None, normalize_actions: bool = True):
+                 activation: str | None = None):
         folder = module_folder(path, module_id)
         state = read_weights(folder)
         config = {**DEFAULTS, **scan_model_config(folder)}
@@ -239,7 +239,6 @@ class RLlibModulePolicy:
         if out not in (self.action_size, 2 * self.action_size):
             raise PolicyLoadError(f"{folder}: the pi head outputs {out} values; a Gaussian policy for "
                                   f"{self.action_size} actions outputs {self.action_size} or {2 * self.action_size}")
-        self.normalize_actions = normalize_actions
 
     def reset(self) -> None:
         pass
@@ -255,6 +254,5 @@ class RLlibModulePolicy:
             if i < len(self.head) - 1:
                 x = head(x)
         mean = x[..., : self.action_size]
-        if self.normalize_actions:
-            mean = self.low + (mean + 1.0) * 0.5 * (self.high - self.low)
+        mean = self.low + (mean + 1.0) * 0.5 * (self.high - self.low)  # RLlib's normalize_actions (default on)
         return np.clip(mean, self.low, self.high)
