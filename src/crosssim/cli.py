@@ -12,7 +12,9 @@ import sys
 
 from crosssim.errors import CrossSimError
 
-EXIT_OK, EXIT_ERROR = 0, 1
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH = 0, 1, 2, 4
+"""Exit statuses: success; an error crosssim explains; a bad command line (argparse's 2); ``audit`` found a
+parameter an engine does not reproduce (3 is the gate's WARN, see crosssim.gate)."""
 
 
 def _help(cls, name: str) -> str:
@@ -101,12 +103,14 @@ def cmd_crossval(args) -> int:
 
 
 def cmd_audit(args) -> int:
+    """Exit EXIT_MISMATCH when any engine reads back a parameter beyond tolerance, EXIT_ERROR when
+    an engine could not be audited, else EXIT_OK."""
     from crosssim.engines import get_engine
     from crosssim.profiles import load_profile
     from crosssim.scene import resolve_scene
 
     scene = resolve_scene(args.robot)
-    worst = 0
+    mismatched, unavailable = [], []
     for name in [e.strip() for e in args.engines.split(",") if e.strip()]:
         profile = load_profile(name)
         try:
@@ -114,17 +118,25 @@ def cmd_audit(args) -> int:
             model = engine.load(scene, profile)
         except CrossSimError as exc:
             print(f"\n== {name}: unavailable: {exc}")
+            unavailable.append(name)
             continue
         rows = engine.audit(model)
         engine.close(model)
         bad = [r for r in rows if r.status != "ok"]
-        worst = max(worst, len([r for r in bad if r.status == "MISMATCH"]))
+        if any(r.status == "MISMATCH" for r in bad):
+            mismatched.append(name)
         print(f"\n== {name}: {len(rows)} parameters read back, {len(bad)} not matching")
         print(f"  {'quantity':<20}{'item':<24}{'canonical':>12}{'engine':>12}  status")
         for r in rows if args.all else bad:
             eng = "n/a" if r.engine is None else f"{r.engine:.6g}"
             print(f"  {r.quantity:<20}{r.item[:23]:<24}{r.canonical:>12.6g}{eng:>12}  {r.status}"
                   + (f"  ({r.note})" if r.note and r.status != "ok" else ""))
+    if mismatched:
+        print(f"\nMISMATCH in {', '.join(mismatched)}: these engines do not simulate the canonical model", file=sys.stderr)
+        return EXIT_MISMATCH
+    if unavailable:
+        print(f"\nnot audited: {', '.join(unavailable)} (see `crosssim engines`)", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
 
 
@@ -288,7 +300,6 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("train", help="train a policy (PPO, SB3 or RLlib) in one or several engines; writes its card")
     t.add_argument("--task", default="Hopper", help=_help(TrainConfig, "task"))
     t.add_argument("--engines", default="mujoco", help=_help(TrainConfig, "engines") + " Comma-separated.")
-    t.add_argument("--algo", default="ppo", choices=["ppo"])
     t.add_argument("--framework", default="sb3", choices=["sb3", "rllib"], help=_help(TrainConfig, "framework"))
     t.add_argument("--steps", type=int, default=100_000, help=_help(TrainConfig, "steps"))
     t.add_argument("--n-envs", type=int, default=2, help=_help(TrainConfig, "n_envs"))

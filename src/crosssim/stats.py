@@ -1,4 +1,4 @@
-"""Small statistics crosssim reports: bootstrap confidence intervals, drops."""
+"""Small statistics crosssim reports: bootstrap confidence intervals, drops, rank agreement (validation)."""
 
 from __future__ import annotations
 
@@ -60,23 +60,3 @@ def mmrv(score, truth) -> float:
     violated = (s[:, None] > s[None, :]) != (r[:, None] > r[None, :])
     return float(np.mean(np.max(np.abs(r[:, None] - r[None, :]) * violated, axis=1))) if s.size else float("nan")
 
-
-def wasserstein_1d(a, b) -> float:
-    """Earth mover's distance between two empirical 1-D distributions."""
-    a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
-    if a.size == 0 or b.size == 0:
-        return float("nan")
-    grid = np.sort(np.concatenate([a, b]))
-    cdf_a = np.searchsorted(a, grid[:-1], side="right") / a.size
-    cdf_b = np.searchsorted(b, grid[:-1], side="right") / b.size
-    return float(np.sum(np.abs(cdf_a - cdf_b) * np.diff(grid)))
-
-
-def ks_statistic(a, b) -> float:
-    """Two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical CDFs."""
-    a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
-    if a.size == 0 or b.size == 0:
-        return float("nan")
-    grid = np.concatenate([a, b])
-    return float(np.max(np.abs(np.searchsorted(a, grid, side="right") / a.size
-                               - np.searchsorted(b, grid, side="right") / b.size)))

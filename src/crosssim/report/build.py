@@ -10,18 +10,7 @@ import numpy as np
 
 from crosssim.report import plots
 from crosssim.report.data import load_run
-
-
-def _versions(engines) -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version()}
-    for pkg in ["crosssim", "numpy", "mujoco", "pybullet", "newton", "warp-lang", "torch", "onnxruntime", "gymnasium"]:
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            pass
-    return out
+from crosssim.versions import package_versions
 
 
 def _context(run, *, filmstrips: bool) -> dict:
@@ -61,7 +50,7 @@ def _context(run, *, filmstrips: bool) -> dict:
     audit = {e: [r for r in rows] for e, rows in run.audit.items()}
     return dict(
         s=s, engines=engines, risk=s.get("risk"), figures=figures, strips=strips, strip_error=strip_error,
-        audit=audit, versions=_versions(engines), machine=f"{platform.node()} ({platform.machine()}, {platform.system()})",
+        audit=audit, versions=package_versions(), machine=f"{platform.node()} ({platform.machine()}, {platform.system()})",
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         pct=lambda x: "—" if x is None or not np.isfinite(x) else f"{100 * x:.0f} %",
         num=lambda x, d=1: "—" if x is None or not np.isfinite(x) else f"{x:.{d}f}",

@@ -13,10 +13,11 @@ import functools
 import hashlib
 import json
 import os
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
+
+from crosssim.versions import package_versions
 
 
 @functools.lru_cache(maxsize=1)
@@ -26,11 +27,7 @@ def _code_fingerprint() -> str:
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
-    for pkg in ("mujoco", "pybullet", "newton", "warp-lang", "numpy", "torch", "onnxruntime"):
-        try:
-            h.update(f"{pkg}={version(pkg)}".encode())
-        except PackageNotFoundError:
-            pass
+    h.update(json.dumps(package_versions()).encode())
     return h.hexdigest()
 
 
