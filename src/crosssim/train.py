@@ -7,7 +7,6 @@ never a pickle). RLlib (crosssim.train_rllib): the checkpoint folder algo.save_t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import time
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crosssim.errors import CrossSimError
+from crosssim.train_card import write_card
 
 
 @dataclass(frozen=True)
@@ -51,24 +51,6 @@ def train(config: TrainConfig) -> Path:
     if config.framework != "sb3":
         raise CrossSimError(f"unknown training framework {config.framework!r}: sb3 or rllib")
     return _train_sb3(config)
-
-
-def write_card(config: TrainConfig, out: Path, policy: dict, extra: dict, wall_time_s: float) -> Path:
-    """card.yaml for a trained policy: every engine it was trained in, the training settings."""
-    import yaml
-
-    from crosssim.runner.harness import Harness
-
-    harness = Harness.for_task(config.task)
-    period = harness.task.frame_skip * harness.canonical.timestep
-    card = {"name": out.name, "task": config.task, "policy": policy, **extra, "control_period": round(period, 9),
-            "trained_in": config.engines[0], "validated_in": list(config.engines),
-            "training": {"algo": "ppo", "framework": {"sb3": "stable-baselines3", "rllib": "rllib"}[config.framework],
-                         "engines": list(config.engines), "timesteps": config.steps, "seed": config.seed,
-                         "domain_randomization": config.randomize, "n_envs": config.n_envs,
-                         "wall_time_s": round(wall_time_s, 1), "date": dt.date.today().isoformat()}}
-    (out / "card.yaml").write_text(yaml.safe_dump(card, sort_keys=False))
-    return out / "card.yaml"
 
 
 def _train_sb3(config: TrainConfig) -> Path:

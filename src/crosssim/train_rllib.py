@@ -32,7 +32,7 @@ def train_rllib(config) -> Path:
     from crosssim.gym_env import make_env, rllib_env_creator
     from crosssim.perturb import RandomizationRanges
     from crosssim.runner.harness import Harness
-    from crosssim.train import write_card
+    from crosssim.train_card import write_card
 
     for engine in dict.fromkeys(config.engines):  # a missing engine is one clear line here, not inside Ray
         make_env(config.task, engine=engine).close()

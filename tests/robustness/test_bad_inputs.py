@@ -217,7 +217,7 @@ def test_report_dir_not_writable(tmp_path, good_policy):
 
 def test_disk_full_never_replaces_good_results(tmp_path, good_policy):
     """A write that fails midway (ENOSPC) leaves the previous results.parquet intact."""
-    from crosssim.runner.crossval import write_atomic
+    from crosssim.files import write_atomic
 
     target = tmp_path / "results.parquet"
     pd.DataFrame({"a": [1, 2]}).to_parquet(target)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crosssim.files import write_atomic
 from crosssim.report import plots
 from crosssim.report.data import load_run
 from crosssim.versions import package_versions
@@ -60,8 +61,6 @@ def _context(run, *, filmstrips: bool) -> dict:
 def write_report(out: Path, *, filmstrips: bool = True) -> Path:
     """Render ``out/report.html`` from the stored results; atomic (a failed render keeps the old one)."""
     import jinja2
-
-    from crosssim.runner.crossval import write_atomic
 
     run = load_run(Path(out))
     env = jinja2.Environment(loader=jinja2.PackageLoader("crosssim.report", "templates"),

@@ -13,6 +13,7 @@ import numpy as np
 
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
+from crosssim.files import write_atomic
 from crosssim.text import slug
 from crosssim.runner.cache import path_digest
 from crosssim.runner.workers import EngineJob, run_jobs
@@ -270,18 +271,6 @@ def _json_default(x):
     if isinstance(x, (np.floating, np.integer)):
         return x.item()
     return str(x)
-
-
-def write_atomic(path: Path, write) -> None:
-    """Write through a temporary file in the same folder, then rename: never a half file."""
-    # Same suffix as the target: some writers (numpy's savez) append theirs otherwise.
-    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def summarize(df, card: Card, config: CrossvalConfig, audits: dict, errors: dict) -> dict:

@@ -72,21 +72,6 @@ _REGISTRY: dict[str, type[Task]] = {}
 
 
 def register(cls: type[Task]) -> type[Task]:
+    """Class decorator: make a task known by its ``name`` (crosssim.tasks.registered_tasks lists them)."""
     _REGISTRY[cls.name] = cls
     return cls
-
-
-def registered_tasks() -> dict[str, type[Task]]:
-    import crosssim.tasks.gym_locomotion  # noqa: F401  (registers on import)
-    import crosssim.tasks.locomotion  # noqa: F401
-
-    return dict(_REGISTRY)
-
-
-def make_task(name: str, **options) -> Task:
-    tasks = registered_tasks()
-    if name not in tasks:
-        from crosssim.errors import CrossSimError
-
-        raise CrossSimError(f"unknown task {name!r}; known tasks: {sorted(tasks)}")
-    return tasks[name](**options)
