@@ -3,9 +3,11 @@
 from crosssim.engines.base import (
     AuditRow,
     Engine,
+    EngineBase,
+    EngineCapabilities,
     EngineProfile,
     get_engine,
     registered_engines,
 )
 
-__all__ = ["AuditRow", "Engine", "EngineProfile", "get_engine", "registered_engines"]
+__all__ = ["AuditRow", "Engine", "EngineBase", "EngineCapabilities", "EngineProfile", "get_engine", "registered_engines"]

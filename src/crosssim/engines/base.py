@@ -59,25 +59,40 @@ class AuditRow:
         return "ok"
 
 
+@dataclass(frozen=True)
+class EngineCapabilities:
+    """What an engine can do beyond the contract, declared on its class (never probed)."""
+
+    reset_into: bool = False
+    """``reset_into(model, state, initial)`` resets a state the caller is done with in place,
+    giving exactly what ``reset`` would (the runner then reuses one state's buffers)."""
+    concurrent_states: bool = False
+    """Several live states of one model step in lockstep at no extra cost, so the runner may
+    batch episodes. Every engine must keep interleaved states apart (the contract); this flag
+    says doing so is cheap (PyBullet restores a snapshot per switch: correct, not cheap)."""
+
+
 @runtime_checkable
 class Engine(Protocol):
     """Adapter contract. All arrays are in canonical (MuJoCo) order and SI units."""
 
     name: str
+    capabilities: EngineCapabilities
+    """Optional features this engine has; see ``EngineBase`` for the all-False default."""
 
     def load(self, scene: Path, profile: EngineProfile) -> Any:
         """Load the MJCF scene, reconcile it to the canonical model, return the model handle."""
 
     def reset(self, model: Any, initial: InitialState) -> Any:
-        """Put the engine in ``initial`` and return the state handle (owned by the caller).
+        """Return a new state in ``initial``, owned by the caller (never the model itself)."""
 
-        Optional, outside the protocol: ``reset_into(model, state, initial) -> state`` resets a
-        state handle the caller owns and is done with, instead of allocating a new one (the
-        harness uses it between episodes when an engine has it). Results must be identical.
-        """
+    def reset_into(self, model: Any, state: Any, initial: InitialState) -> Any:
+        """Reset ``state`` (from this model, caller done with it) in place; only where
+        ``capabilities.reset_into``. Must equal ``reset(model, initial)`` exactly."""
 
     def step(self, model: Any, state: Any, torques: np.ndarray, n_substeps: int = 1) -> None:
-        """Advance ``n_substeps`` physics steps holding ``torques`` (one per canonical joint)."""
+        """Advance ``state`` (and only it) ``n_substeps`` physics steps holding ``torques`` (one per
+        canonical joint)."""
 
     def joint_state(self, model: Any, state: Any) -> tuple[np.ndarray, np.ndarray]:
         """Fast read of (qpos, qvel) in canonical layout, for control at physics rate."""
@@ -89,7 +104,21 @@ class Engine(Protocol):
         """Physical parameters read back from the engine next to the canonical ones."""
 
     def close(self, model: Any) -> None:
-        """Release engine resources (servers, GPU memory)."""
+        """Release engine resources (servers, GPU memory); calling it twice is harmless."""
+
+
+class EngineBase:
+    """Optional base class for adapters: declares no optional capability.
+
+    An adapter that has one overrides ``capabilities`` (and implements ``reset_into`` where it
+    declares it); plugins need not subclass this, only declare ``capabilities`` themselves.
+    """
+
+    name: str = ""
+    capabilities: EngineCapabilities = EngineCapabilities()
+
+    def reset_into(self, model: Any, state: Any, initial: InitialState) -> Any:
+        raise NotImplementedError(f"{self.name}: reset_into is not declared in capabilities; call reset")
 
 
 # name -> "module:Class". Built-in engines; third parties add theirs through the
@@ -132,7 +161,12 @@ def get_engine(name: str) -> Engine:
     except ImportError as exc:
         hint = INSTALL_HINT.get(name, f"install the package providing {module_name}")
         raise EngineUnavailable(f"{name} is not available ({exc}): {hint}") from None
-    return getattr(module, cls_name)()
+    engine = getattr(module, cls_name)()
+    # Validated once here, so the runner can read the declaration without probing it.
+    if not isinstance(getattr(engine, "capabilities", None), EngineCapabilities):
+        raise CrossSimError(f"engine {name} ({target}) does not declare its capabilities: set the class attribute "
+                            "capabilities = EngineCapabilities(...) or subclass crosssim.engines.base.EngineBase")
+    return engine
 
 
 def check_finite(frame: SimFrame, engine: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from crosssim.engines.base import AuditRow, EngineProfile
+from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame
 from crosssim.perturb import apply_model_scales
@@ -27,13 +27,13 @@ class MuJoCoModel:
     """dof address of each canonical joint, where its torque goes."""
 
 
-class EngineMuJoCo:
+class EngineMuJoCo(EngineBase):
     """MuJoCo through its official Python bindings. Native actuators are switched off
     (``ctrl`` stays 0); crosssim's torques enter as ``qfrc_applied``."""
 
     name = "mujoco"
-    concurrent_states = True
-    """Many MjData on one MjModel step independently: episodes can run in lockstep."""
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True)
+    """Many MjData on one MjModel step independently; mj_resetData reuses one in place."""
 
     def load(self, scene: Path, profile: EngineProfile) -> MuJoCoModel:
         canonical = canonical_model(Path(scene))

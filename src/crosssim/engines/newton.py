@@ -28,7 +28,7 @@ wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 
-from crosssim.engines.base import AuditRow, EngineProfile  # noqa: E402
+from crosssim.engines.base import AuditRow, EngineBase, EngineProfile  # noqa: E402
 from crosssim.engines.newton_model import NewtonModel, audit_newton, build_model  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
 
@@ -55,7 +55,7 @@ class NewtonState:
         """(qpos, qvel) in canonical layout, read once per physics step (stepper and frame both ask)."""
 
 
-class EngineNewton:
+class EngineNewton(EngineBase):
     """Newton on Warp's CPU device; one model, one world."""
 
     name = "newton"

@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 import pybullet
 
-from crosssim.engines.base import AuditRow, EngineProfile
+from crosssim.engines.base import AuditRow, EngineBase, EngineProfile
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import EngineFailure
 from crosssim.perturb import apply_model_scales
@@ -68,7 +68,7 @@ def _xyzw(q) -> list[float]:
     return list(wxyz_to_xyzw(np.asarray(q, dtype=float)))
 
 
-class EnginePyBullet:
+class EnginePyBullet(EngineBase):
     """PyBullet in DIRECT mode (one physics server per model), velocity motors off."""
 
     name = "pybullet"

@@ -18,21 +18,23 @@ class Policy(Protocol):
 
     obs_size: int | None
     action_size: int | None
-    # Optional: ``batchable = True`` when act() on a batch equals act() row by row (no memory
-    # across calls); the runner then steps many episodes in lockstep with one forward per step.
+    batchable: bool = False
+    """True when act() on a batch equals act() row by row (no memory across calls): the runner
+    then steps many episodes in lockstep with one forward per step. Loaders subclass Policy to
+    inherit this False default and set it where it holds."""
 
     def reset(self) -> None: ...
 
     def act(self, obs: np.ndarray) -> np.ndarray: ...
 
 
-class NormalizedPolicy:
+class NormalizedPolicy(Policy):
     """A policy behind an observation normalizer (statistics from the card, never a pickle)."""
 
     def __init__(self, inner: Policy, normalizer: ObservationNormalizer):
         self.inner, self.normalizer = inner, normalizer
         self.obs_size, self.action_size = inner.obs_size, inner.action_size
-        self.batchable = bool(getattr(inner, "batchable", False))
+        self.batchable = inner.batchable
 
     def reset(self) -> None:
         self.inner.reset()
@@ -41,7 +43,7 @@ class NormalizedPolicy:
         return self.inner.act(self.normalizer(obs))
 
 
-class CallablePolicy:
+class CallablePolicy(Policy):
     """A Python callable ``f(obs) -> action`` (trusted code, by definition)."""
 
     def __init__(self, fn, obs_size: int | None = None, action_size: int | None = None):

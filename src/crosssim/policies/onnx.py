@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import PolicyLoadError
+from crosssim.policies.base import Policy
 
 
-class OnnxPolicy:
+class OnnxPolicy(Policy):
     def __init__(self, path: Path, obs_size: int | None = None, output: str | None = None):
         try:
             import onnxruntime as ort

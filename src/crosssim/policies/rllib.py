@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import PolicyLoadError
+from crosssim.policies.base import Policy
 
 # Plain numeric dtypes a weights array may have. Nothing else is ever built: numpy's own dtype and
 # array reconstructors accept internal state (flags, object dtypes) that can corrupt memory, so the
@@ -203,7 +204,7 @@ def _mlp(state: dict, prefix: str) -> list[tuple[np.ndarray, np.ndarray]]:
     return layers
 
 
-class RLlibModulePolicy:
+class RLlibModulePolicy(Policy):
     """Deterministic RLlib RLModule in numpy, from its weights only."""
 
     batchable = True

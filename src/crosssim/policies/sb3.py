@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import PolicyLoadError
+from crosssim.policies.base import Policy
 
 ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "SiLU", "GELU", "Sigmoid")
 # SB3's default activation per policy family (ActorCriticPolicy: Tanh; SAC/TD3/TQC actors: ReLU).
@@ -85,7 +86,7 @@ _ACT = {
 }
 
 
-class SB3ActorPolicy:
+class SB3ActorPolicy(Policy):
     """Deterministic SB3 actor in numpy: A2C/PPO/TRPO Gaussian mean clipped to the box;
     SAC/TQC tanh(mu) rescaled to the box; ARS linear map, clipped to the box."""
 
@@ -132,7 +133,7 @@ class SB3ActorPolicy:
         return np.clip(y, self.low, self.high)
 
 
-class SB3TrustedPolicy:
+class SB3TrustedPolicy(Policy):
     """SB3's own ``load`` (unpickles the zip: runs the author's code). Only behind the trust flag."""
 
     def __init__(self, path: Path, algo: str, *, obs_size: int, low: np.ndarray, high: np.ndarray):

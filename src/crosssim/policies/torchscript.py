@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import PolicyLoadError
+from crosssim.policies.base import Policy
 
 
-class TorchScriptPolicy:
+class TorchScriptPolicy(Policy):
     def __init__(self, path: Path, obs_size: int | None = None):
         import torch
 

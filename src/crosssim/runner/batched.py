@@ -1,8 +1,8 @@
 """Many episodes in lockstep in one worker: one batched policy forward per control step for all.
 
-Each episode has its own engine state (engines that declare ``concurrent_states``; MuJoCo: one
-MjData per episode on a shared model), its own ControlStepper and its own observation history;
-only the policy call is shared. The batch always has one row per episode of the job, in job
+Each episode has its own engine state (engines whose ``capabilities`` declare
+``concurrent_states``; MuJoCo: one MjData per episode on a shared model), its own ControlStepper
+and its own observation history; only the policy call is shared. The batch always has one row per episode of the job, in job
 order, whether the episode is still running, finished or was taken from the cache: a row's
 action then depends only on its own observation and the batch size, so results do not depend on
 which other episodes ran (the BLAS kernel a matrix product takes depends on its shape; batched
@@ -27,7 +27,7 @@ HEARTBEAT_STEPS = 100
 
 def can_batch(engine, policy: Policy) -> bool:
     """Lockstep needs several live states per model and a policy without per-episode memory."""
-    return bool(getattr(engine, "concurrent_states", False) and getattr(policy, "batchable", False))
+    return engine.capabilities.concurrent_states and policy.batchable
 
 
 def run_episodes_lockstep(engine, model, harness: Harness, policy: Policy, slots: list[tuple[int, int, int]], *,

@@ -37,9 +37,8 @@ class ControlStepper:
     def reset(self, initial: InitialState, noise_seed) -> tuple[SimFrame, dict]:
         """Reset engine, task and observation state; return the first frame and the task state."""
         h = self.harness
-        reset_into = getattr(self.engine, "reset_into", None)
-        if self.state is not None and reset_into is not None:
-            self.state = reset_into(self.model, self.state, initial)
+        if self.state is not None and self.engine.capabilities.reset_into:
+            self.state = self.engine.reset_into(self.model, self.state, initial)
         else:
             self.state = self.engine.reset(self.model, initial)
         if self.p.obs_noise > 0:  # its own stream: noise never shifts initial states
