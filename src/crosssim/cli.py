@@ -11,6 +11,7 @@ import math
 import sys
 
 from crosssim.errors import CrossSimError
+from crosssim.text import printable
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH = 0, 1, 2, 4
 """Exit statuses: success; an error crosssim explains; a bad command line (argparse's 2); ``audit`` found a
@@ -148,20 +149,25 @@ def cmd_report(args) -> int:
 
 
 def cmd_gate(args) -> int:
+    import contextlib
     import json
     import os
     from pathlib import Path
 
     from crosssim import gate
     from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.runner.cache import default_root
+    from crosssim.text import no_workflow_commands
 
-    config = gate.GateConfig.load(Path(args.config) if args.config else None)
     engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+    base_ref = getattr(args, "base", None) or args.baseline_ref
 
-    def evaluate(policy: str, out: str | None) -> dict:
-        # Never trust code from the evaluated files: the gate runs on pull requests.
+    def evaluate(policy: str, out: str | None, side: str) -> dict:
+        # Never trust code from the evaluated files: the gate runs on pull requests. Each side
+        # has its own cache folder, so a baseline never reuses rows computed for the PR.
         return run_crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
-                                           out=out, trust_policy_code=False), progress=None)
+                                           out=out, trust_policy_code=False,
+                                           cache_dir=str(default_root() / "gate" / side)), progress=None)
 
     def read_summary(folder: str) -> dict:
         path = Path(folder) / "summary.json"
@@ -172,27 +178,48 @@ def cmd_gate(args) -> int:
         except ValueError as exc:
             raise CrossSimError(f"{path}: not valid JSON ({exc}); rerun crossval for this folder") from None
 
-    if args.run:
-        summary = read_summary(args.run)
-    elif args.policy:
-        summary = evaluate(args.policy, args.out)
-    else:
-        raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
-    baseline = None
-    if args.baseline:
-        baseline = read_summary(args.baseline)
-    elif args.baseline_ref:
-        from crosssim.gitutil import card_at_ref
+    with contextlib.ExitStack() as stack:
+        trusted = None
+        if base_ref:
+            from crosssim.trust import confine, trusted_base
 
-        old = card_at_ref(Path(summary["card"]), args.baseline_ref)
-        if old is None:
-            print(f"baseline: {summary['card']} does not exist at {args.baseline_ref} (new policy): no regression check",
-                  file=sys.stderr)
+            trusted = stack.enter_context(trusted_base(base_ref))
+            config_path = Path(args.config) if args.config else None
+            if config_path is not None and config_path.resolve().is_relative_to(trusted.root):
+                config_path = config_path.resolve().relative_to(trusted.root)  # read it as on the base branch
+            config = gate.GateConfig.load(config_path, folder=trusted.tree)
         else:
-            baseline = evaluate(str(old), str(Path(summary["out"]) / "baseline") if summary.get("out") else None)
+            print("gate: no --base/--baseline-ref: thresholds and engine profiles are read from the working tree "
+                  "(fine for your own checkout; in CI pass the base branch)", file=sys.stderr)
+            config = gate.GateConfig.load(Path(args.config) if args.config else None)
+        if args.run:
+            summary = read_summary(args.run)
+        elif args.policy:
+            if trusted:
+                confine(Path(args.policy), trusted.root)
+            summary = evaluate(args.policy, args.out, "pr")
+        else:
+            raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
+        baseline = None
+        if args.baseline:
+            baseline = read_summary(args.baseline)
+        elif args.baseline_ref:
+            from crosssim.gitutil import in_tree
+            from crosssim.trust import trusted_base
+
+            base = trusted if trusted.ref == args.baseline_ref else stack.enter_context(
+                trusted_base(args.baseline_ref, root=trusted.root))
+            old = in_tree(Path(summary["card"]), base.root, base.tree)
+            if not old.is_file():
+                print(f"baseline: {printable(summary['card'])} does not exist at {printable(args.baseline_ref)} "
+                      "(new policy): no regression check", file=sys.stderr)
+            else:
+                confine(old, base.tree)
+                baseline = evaluate(str(old), str(Path(summary["out"]) / "baseline") if summary.get("out") else None,
+                                    "baseline")
     decision = gate.decide(summary, config, baseline)
     md = gate.markdown(summary, decision)
-    print(md)
+    print(no_workflow_commands(md))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     for target in filter(None, [args.summary, step_summary]):
         with open(target, "a", encoding="utf-8") as f:
@@ -203,10 +230,17 @@ def cmd_gate(args) -> int:
 
 
 def cmd_changed(args) -> int:
+    import os
+
     from crosssim.gitutil import changed_policies
 
-    for card in changed_policies(args.base, under=args.under):
-        print(card)
+    cards = changed_policies(args.base, under=args.under)
+    if getattr(args, "null", False):  # for `while IFS= read -r -d ''`: any character in a path survives
+        sys.stdout.buffer.write(b"".join(os.fsencode(str(c)) + b"\0" for c in cards))
+        sys.stdout.flush()
+    else:
+        for card in cards:
+            print(printable(str(card), 10_000))
     return EXIT_OK
 
 
@@ -283,6 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--policy", help="policy card to evaluate now (never trusted: no code from it runs)")
     g.add_argument("--baseline", help="crossval output folder of the baseline (the policy on the target branch)")
     g.add_argument("--baseline-ref", help="git ref: evaluate the same card path as it is at this ref, same seeds")
+    g.add_argument("--base", default=None,
+                   help="trusted git ref: thresholds and engine profiles are read from it (default: --baseline-ref)")
     g.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
     g.add_argument("--episodes", type=int, default=10)
     g.add_argument("--seed", type=int, default=0)
@@ -294,6 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
     ch = sub.add_parser("changed-policies", help="policy cards whose folder a change touches")
     ch.add_argument("--base", required=True, help="git ref to compare with (e.g. origin/main)")
     ch.add_argument("--under", default="policies", help="folder holding policies")
+    ch.add_argument("-z", "--null", action="store_true", help="end each path with NUL instead of a newline")
     ch.set_defaults(func=cmd_changed)
     from crosssim.train import TrainConfig
 
@@ -318,7 +355,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except CrossSimError as exc:
-        print(f"crosssim: error: {exc}", file=sys.stderr)
+        print(f"crosssim: error: {printable(str(exc), 10_000)}", file=sys.stderr)  # one line, whatever a card holds
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("crosssim: interrupted; results written so far are kept", file=sys.stderr)

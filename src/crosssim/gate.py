@@ -1,7 +1,8 @@
 """The CI gate: a pure function of results, thresholds and an optional baseline run.
 
 ``decide`` is tested from a table (tests/test_gate.py). Exit codes are named constants.
-Thresholds come from ``[tool.crosssim.gate]`` in pyproject.toml or ``[gate]`` in crosssim.toml.
+Thresholds come from ``[tool.crosssim.gate]`` in pyproject.toml or ``[gate]`` in crosssim.toml;
+in gate mode with a base ref, as these files are on the base branch (never the pull request's).
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import math
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
 
 from crosssim.errors import CrossSimError
-from crosssim.text import printable
+from crosssim.text import markdown_text, printable, xml_text
 
 EXIT_PASS, EXIT_ERROR, EXIT_FAIL, EXIT_WARN = 0, 1, 2, 3
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
@@ -39,28 +39,35 @@ class GateConfig:
     """Exit 3 on WARN (otherwise WARN exits 0)."""
 
     @classmethod
-    def load(cls, path: Path | None = None) -> "GateConfig":
-        """From ``path`` (crosssim.toml or pyproject.toml), else ./crosssim.toml, else ./pyproject.toml."""
-        candidates = [Path(path)] if path else [Path("crosssim.toml"), Path("pyproject.toml")]
+    def load(cls, path: Path | None = None, *, folder: Path | None = None) -> "GateConfig":
+        """From ``path`` (crosssim.toml or pyproject.toml), else crosssim.toml, else pyproject.toml.
+
+        Relative paths are looked up in ``folder`` (default: the current folder). The gate passes
+        the base branch's tree here, so a pull request cannot change the thresholds it is judged by.
+        """
+        base = Path(folder) if folder is not None else Path(".")
+        candidates = [base / path] if path else [base / "crosssim.toml", base / "pyproject.toml"]
         for p in candidates:
+            where = f"{p.relative_to(base)} (as on the base branch)" if folder is not None and p.is_relative_to(base) \
+                else str(p)
             if not p.is_file():
                 if path:
-                    raise CrossSimError(f"gate config {p} not found")
+                    raise CrossSimError(f"gate config {where} not found")
                 continue
             try:
                 data = tomllib.loads(p.read_text())
-            except tomllib.TOMLDecodeError as exc:
-                raise CrossSimError(f"{p}: not valid TOML ({exc})") from None
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise CrossSimError(f"{where}: not valid TOML ({exc})") from None
             table = data.get("tool", {}).get("crosssim", {}).get("gate") if p.name == "pyproject.toml" else data.get("gate")
             if table is None:
                 continue
             known = {f.name: f for f in fields(cls)}
             for key, value in table.items():
                 if key not in known:
-                    raise CrossSimError(f"{p}: unknown gate setting {key!r}; known: {sorted(known)}")
+                    raise CrossSimError(f"{where}: unknown gate setting {key!r}; known: {sorted(known)}")
                 if key == "warnings_fail" and not isinstance(value, bool) or key != "warnings_fail" and not (
                         isinstance(value, (int, float)) and not isinstance(value, bool)):
-                    raise CrossSimError(f"{p}: gate setting {key!r} has the wrong type ({value!r})")
+                    raise CrossSimError(f"{where}: gate setting {key!r} has the wrong type ({value!r})")
             return cls(**table)
         return cls()
 
@@ -144,41 +151,42 @@ def decide(summary: dict, config: GateConfig, baseline: dict | None = None) -> D
 
 
 def markdown(summary: dict, decision: Decision) -> str:
+    """The step summary. Every field from a card or a run folder is escaped (``markdown_text``):
+    it renders as text, never as HTML, a link, an image or a table break."""
     icon = {PASS: "✅", WARN: "⚠️", FAIL: "❌"}
-    lines = [f"## {icon[decision.status]} crosssim gate: {decision.status} — `{printable(summary['policy'])}`", ""]
+    lines = [f"## {icon[decision.status]} crosssim gate: {decision.status} — {markdown_text(summary['policy'])}", ""]
     risk = summary.get("risk")
     if risk:
-        lines += [f"**{risk['verdict'].upper()}** — {printable(risk['message'])}", ""]
+        lines += [f"**{markdown_text(str(risk['verdict']).upper())}** — {markdown_text(risk['message'])}", ""]
     lines += ["| engine | mean return | drop vs reference | failed |", "|---|---|---|---|"]
     for e, s in summary["engines"].items():
         drop = "reference" if e == summary["reference_engine"] else f"{100 * s['drop_vs_reference']:.0f}%" if _finite(s["drop_vs_reference"]) else "—"
-        lines.append(f"| {e} | {s['mean_return']:.1f} | {drop} | {s['failed']} |")
+        ret = f"{s['mean_return']:.1f}" if _finite(s["mean_return"]) else "—"
+        lines.append(f"| {markdown_text(e)} | {ret} | {drop} | {markdown_text(s['failed'])} |")
     lines += ["", "| check | status | detail |", "|---|---|---|"]
     for c in decision.checks:
-        detail = printable(c.message).replace("|", "\\|")
-        lines.append(f"| {c.name} | {icon[c.status]} {c.status} | {detail} |")
+        lines.append(f"| {markdown_text(c.name)} | {icon[c.status]} {c.status} | {markdown_text(c.message, 500)} |")
     return "\n".join(lines) + "\n"
 
 
 def junit(summary: dict, decision: Decision) -> str:
-    """JUnit XML: one test case per policy x engine (engine-level checks), plus run-level checks."""
-    policy = printable(summary["policy"])
-    cases = []
-    for e in summary["engines"]:
-        mine = [c for c in decision.checks if c.engine == e]
-        cases.append((e, mine))
+    """JUnit XML: one test case per policy x engine (engine-level checks), plus run-level checks.
+
+    Built with ElementTree from ``xml_text`` strings: well-formed for any card text."""
+    import xml.etree.ElementTree as ET
+
+    policy = xml_text(printable(summary["policy"]))
+    cases = [(e, [c for c in decision.checks if c.engine == e]) for e in summary["engines"]]
     cases.append(("run", [c for c in decision.checks if c.engine is None]))
     failures = sum(1 for _, cs in cases if any(c.status == FAIL for c in cs))
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuite name={quoteattr("crosssim gate " + policy)} tests="{len(cases)}" failures="{failures}">']
+    suite = ET.Element("testsuite", {"name": f"crosssim gate {policy}", "tests": str(len(cases)),
+                                     "failures": str(failures)})
     for name, cs in cases:
-        out.append(f'  <testcase classname={quoteattr(policy)} name={quoteattr(name)}>')
+        case = ET.SubElement(suite, "testcase", {"classname": policy, "name": xml_text(printable(name))})
         bad = [c for c in cs if c.status == FAIL]
         if bad:
-            msg = "; ".join(printable(c.message) for c in bad)
-            out.append(f"    <failure message={quoteattr(msg)}>{escape(msg)}</failure>")
-        text = "\n".join(f"{c.status} {c.name}: {printable(c.message)}" for c in cs)
-        out.append(f"    <system-out>{escape(text)}</system-out>")
-        out.append("  </testcase>")
-    out.append("</testsuite>")
-    return "\n".join(out) + "\n"
+            msg = xml_text("; ".join(printable(c.message, 500) for c in bad))
+            ET.SubElement(case, "failure", {"message": msg}).text = msg
+        out = ET.SubElement(case, "system-out")
+        out.text = xml_text("\n".join(f"{c.status} {printable(c.name)}: {printable(c.message, 500)}" for c in cs))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

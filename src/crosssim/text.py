@@ -1,17 +1,53 @@
-"""Text from users (card names, file names) made safe for terminals, HTML, XML and paths."""
+"""Text from users (card names, file names) made safe for terminals, Markdown, XML and paths.
+
+A card is untrusted input and its text reaches a CI log (where a line starting with ``::`` is a
+GitHub workflow command), a Markdown step summary (rendered as HTML) and a JUnit file (parsed as
+XML). ``printable`` makes any string one printable line; the others add each format's escaping.
+"""
 
 from __future__ import annotations
 
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0/C1 controls (newline and tab too: card text is always one line), line/paragraph separators,
+# bidirectional overrides (they reorder what a reviewer sees), lone surrogates (not encodable)
+# and the non-characters XML forbids.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 _UNSAFE_PATH = re.compile(r"[^A-Za-z0-9._-]+")
+_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark escapes)
+_AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)")
+_WORKFLOW_COMMAND = re.compile(r"^(\s*)(::|##\[)", re.M)
+_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def printable(text: str, limit: int = 200) -> str:
-    """Control characters (ANSI escapes, NUL, bell) shown as \\xNN; long text cut with an ellipsis."""
-    out = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+def _escape(m: re.Match) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def printable(text, limit: int = 200) -> str:
+    """One printable line: controls, newlines, separators, bidi overrides and lone surrogates shown
+    as \\xNN / \\uNNNN; long text cut with an ellipsis. The result always encodes as UTF-8."""
+    out = _UNSAFE.sub(_escape, str(text))
     return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def markdown_text(text, limit: int = 200) -> str:
+    """``printable`` text that renders as itself in GitHub Markdown (tables included): no HTML,
+    links, images, code spans or emphasis; bare URLs are not turned into links."""
+    out = _AUTOLINK.sub("\u2060", printable(text, limit))  # a word joiner breaks GitHub's autolinks
+    return _MD_PUNCT.sub(r"\\\1", out)
+
+
+def xml_text(text) -> str:
+    """Text every XML 1.0 parser accepts (ElementTree escapes markup itself)."""
+    return _XML_INVALID.sub(_escape, str(text))
+
+
+def no_workflow_commands(text: str) -> str:
+    """Text for stdout in CI: no line starts (after blanks) with ``::`` or ``##[``, which the
+    GitHub runner would execute as a workflow command."""
+    return _WORKFLOW_COMMAND.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 
 
 def slug(text: str, limit: int = 80) -> str:

@@ -1,10 +1,12 @@
 """Per-episode result cache keyed by content, so an interrupted crossval resumes where it stopped.
 
-A row's key hashes everything that decides it: the card, the policy file, the scene file, the
-engine profile, the perturbation, the episode seed, the step limit, crosssim's own source and
-the engine libraries' versions. Same key, same numbers (the determinism tests hold this). Each
+A row's key hashes the content of everything that decides it: the card, the policy file, the
+normalisation statistics, the scene and every file it includes (meshes, height fields, textures),
+the engine profile file, the perturbation, the episode seed, the step limit, crosssim's own source
+and the engine libraries' versions. Same key, same numbers (the determinism tests hold this). Each
 row is its own small file written atomically, so a ``kill -9`` loses at most the episode in
-flight. Failed episodes are not cached: a crash may be transient.
+flight. Failed episodes are not cached: a crash may be transient. A damaged entry is ignored
+(one warning line) and computed again. The cache lives outside the checkout (``default_root``).
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ import functools
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from crosssim.runner.inputs import inputs_digest, path_digest
 from crosssim.versions import package_versions
+
+__all__ = ["ResultCache", "default_root", "path_digest"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,29 +37,45 @@ def _code_fingerprint() -> str:
     return h.hexdigest()
 
 
-def path_digest(path: Path | None) -> str:
-    """SHA-256 of a file, or of a folder's files (relative names and contents, sorted); "-" if absent."""
-    if path is None:
-        return "-"
-    path = Path(path)
-    h = hashlib.sha256()
-    if path.is_file():
-        files = [(None, path)]
-    elif path.is_dir():
-        files = sorted((f.relative_to(path).as_posix(), f) for f in path.rglob("*") if f.is_file())
-    else:
-        return "-"
-    for name, f in files:
-        if name is not None:
-            h.update(name.encode() + b"\0")
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    return h.hexdigest()
-
-
 def default_root() -> Path:
-    return Path(os.environ.get("CROSSSIM_CACHE", Path.cwd() / ".cache" / "crosssim" / "rows"))
+    """$CROSSSIM_CACHE, else $XDG_CACHE_HOME/crosssim/rows, else ~/.cache/crosssim/rows.
+
+    Never inside the checked-out tree: a pull request could commit rows there and have the gate
+    read them as results.
+    """
+    if os.environ.get("CROSSSIM_CACHE"):
+        return Path(os.environ["CROSSSIM_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "crosssim" / "rows"
+
+
+def profile_digest(name: str) -> str:
+    """SHA-256 of the profile file ``load_profile(name)`` reads (every field, ``python:`` too); "-" if none."""
+    from crosssim.profiles import profile_dirs
+
+    for folder in profile_dirs():
+        path = folder / f"{name}.yaml"
+        if path.is_file():
+            return path_digest(path)
+    return "-"
+
+
+# Field -> accepted types of a cached row (EpisodeResult as a dict, plus its condition).
+_ROW_TYPES = {"engine": str, "episode": int, "seed": int, "ret": (int, float), "length": int, "terminated": bool,
+              "x_velocity": (int, float, type(None)), "metrics": dict, "condition": str}
+
+
+def _valid_row(data) -> bool:
+    if not isinstance(data, dict) or data.get("failure") is not None:
+        return False
+    for key, types in _ROW_TYPES.items():
+        value = data.get(key)
+        if not isinstance(value, types) or (isinstance(value, bool) and types is not bool and bool not in types):
+            return False
+    if not all(isinstance(k, str) and isinstance(v, (int, float)) for k, v in data["metrics"].items()):
+        return False
+    traj = data.get("trajectory")
+    return traj is None or isinstance(traj, dict) and all(isinstance(v, list) for v in traj.values())
 
 
 class ResultCache:
@@ -62,25 +84,34 @@ class ResultCache:
         """``batch``: the lockstep batch size (0: one episode at a time); a batched row's last bits
         depend on it (the matrix-product kernel depends on the shape)."""
         self.root = Path(root)
-        base = {"card": path_digest(card.path), "policy": path_digest(card.policy_file),
-                "scene": path_digest(scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint(),
+        base = {**inputs_digest(card, scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint(),
                 "batch": batch}
         self._base = json.dumps(base, sort_keys=True)
-        self._profiles = profiles
+        self._profiles = {name: [value, profile_digest(name)] for name, value in profiles.items()}
+        self._warned = False
 
     def key(self, engine: str, condition: str, fields: dict, seed: int) -> str:
-        text = json.dumps([self._base, engine, self._profiles.get(engine), condition, fields, seed], sort_keys=True,
-                          default=str)
+        profile = self._profiles.get(engine) or [None, profile_digest(engine)]
+        text = json.dumps([self._base, engine, profile, condition, fields, seed], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
+        path = self._path(key)
         try:
-            data = json.loads(self._path(key).read_text())
-        except (OSError, ValueError):
-            return None  # missing or half-written (never both: writes are atomic) -> recompute
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError):
+            data = None  # unreadable or not JSON: damaged (writes are atomic, so not half-written by us)
+        if not _valid_row(data):
+            if not self._warned:
+                self._warned = True
+                print(f"crosssim: warning: damaged cache entry {path} ignored; its episode is computed again",
+                      file=sys.stderr)
+            return None
         if data.get("trajectory"):
             data["trajectory"] = {k: np.asarray(v) for k, v in data["trajectory"].items()}
         return data

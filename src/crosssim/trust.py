@@ -1,0 +1,79 @@
+"""What the gate trusts, and how a pull request is kept to its policy files and cards.
+
+Trusted: the base branch (its ``crosssim.toml`` / ``pyproject.toml`` thresholds and its
+``simulators/`` profiles, read from ``git archive`` of the base commit, never the checkout) and
+the installed crosssim. Untrusted: everything in the checkout under review. A card from it may
+read only files inside the repository (or a scene shipped in an installed package).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from crosssim.errors import CrossSimError
+from crosssim.text import printable
+
+
+@dataclass(frozen=True)
+class TrustedBase:
+    root: Path
+    """The checkout under review (untrusted content)."""
+    tree: Path
+    """The base commit's whole tree, extracted into a temporary folder (trusted content)."""
+    ref: str
+
+
+def _packaged_dirs() -> list[Path]:
+    """Folders of installed packages that hold scenes a card may name (gymnasium's assets, crosssim's robots)."""
+    import importlib.util
+
+    dirs = []
+    spec = importlib.util.find_spec("gymnasium")
+    if spec is not None and spec.origin:
+        dirs.append(Path(spec.origin).resolve().parent)
+    dirs.append(Path(__file__).resolve().parents[2] / "simulators")
+    return dirs
+
+
+@contextlib.contextmanager
+def trusted_base(ref: str, *, root: Path | None = None) -> Iterator[TrustedBase]:
+    """While open: engine profiles come only from the base tree's ``simulators/`` and the
+    installed crosssim's (when that is not part of the checkout); the tree is removed on exit."""
+    from crosssim.gitutil import repo_root, tree_at
+    from crosssim.profiles import TRUSTED_ENV
+
+    root = (root or repo_root()).resolve()
+    packaged = Path(__file__).resolve().parents[2] / "simulators"
+    with tree_at(ref, root=root) as tree:
+        dirs = [tree / "simulators"] + ([] if packaged.is_relative_to(root) else [packaged])
+        old = os.environ.get(TRUSTED_ENV)
+        os.environ[TRUSTED_ENV] = os.pathsep.join(map(str, dirs))  # inherited by engine workers
+        try:
+            yield TrustedBase(root, tree, ref)
+        finally:
+            if old is None:
+                os.environ.pop(TRUSTED_ENV, None)
+            else:
+                os.environ[TRUSTED_ENV] = old
+
+
+def confine(card_path: Path, root: Path) -> None:
+    """Refuse (one line) a card that is, or reads, a file outside ``root``: a symlink out of the
+    repository, ``robot: ../../../x.xml``, an MJCF include or mesh elsewhere on the runner."""
+    from crosssim.card import find_card, load_card
+    from crosssim.runner.inputs import card_files
+
+    root = Path(root).resolve()
+    where = find_card(card_path)
+    if not where.resolve().is_relative_to(root):
+        raise CrossSimError(f"{printable(str(where))}: the card resolves outside the repository {printable(str(root))} "
+                            "(a symlink?); the gate reads only files inside it")
+    allowed = [root, *_packaged_dirs()]
+    for f in sorted(card_files(load_card(where))):
+        if not any(f.is_relative_to(a) for a in allowed):
+            raise CrossSimError(f"{printable(str(where))}: reads {printable(str(f))}, outside the repository "
+                                f"{printable(str(root))}; keep the policy's files inside it")
