@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from crosssim.errors import CardError
 from crosssim.frame import SimFrame
-from crosssim.observations import ObservationBuilder, TermContext, TermSpec, parse_terms, TERMS
+from crosssim.observations import ObservationBuilder, TermContext, TermSpec, observation_terms, parse_terms
+
+TERMS = observation_terms()
 
 
 def _frame(quat=(1, 0, 0, 0), lin=(0, 0, 0), ang=(0, 0, 0), time=0.0):

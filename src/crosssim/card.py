@@ -16,7 +16,6 @@ from crosssim.errors import CardError
 from crosssim.normalize import ObservationNormalizer as Normalization
 from crosssim.text import printable
 
-FORMATS = ("sb3", "torchscript", "onnx", "rllib", "callable")
 ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
 
@@ -147,14 +146,17 @@ def load_card(path: str | Path) -> Card:
         raise CardError(f"{where}: field 'task' is {task!r}; known tasks: {sorted(registered_tasks())}")
     pol = _get(raw, "policy", dict, where, required=True)
     fmt = _get(pol, "format", str, where, required=True, prefix="policy.")
-    if fmt not in FORMATS:
-        raise CardError(f"{where}: field 'policy.format' is {fmt!r}; one of {', '.join(FORMATS)}")
+    from crosssim.policies.load import policy_formats  # the registry: built-ins and plugins
+
+    if fmt not in policy_formats():
+        raise CardError(f"{where}: field 'policy.format' is {fmt!r}; one of {', '.join(policy_formats())}")
     file = _get(pol, "file", str, where, required=True, prefix="policy.")
     policy_file = Path(file) if fmt == "callable" else (base / file).resolve()
     if fmt == "rllib" and not policy_file.is_dir():
         raise CardError(f"{where}: field 'policy.file' points to {policy_file}, which is not a folder "
                         "(an RLlib checkpoint is the folder algo.save_to_path() wrote)")
-    if fmt not in ("callable", "rllib") and not policy_file.is_file():
+    single_file = fmt in ("sb3", "torchscript", "onnx")  # a plugin's format may be a file or a folder
+    if fmt != "callable" and not (policy_file.is_file() if single_file else policy_file.exists()):
         raise CardError(f"{where}: field 'policy.file' points to {policy_file}, which does not exist")
     robot = _get(raw, "robot", str, where)
     if robot is not None:

@@ -268,6 +268,9 @@ def cmd_tasks(args) -> int:
 
     for name, cls in sorted(registered_tasks().items()):
         task = cls()
+        if not task.scene:  # the robot comes from the card (Locomotion): sizes depend on it
+            print(f"{name:<14} obs, act and control from the card's robot and observation terms")
+            continue
         c = canonical_model(resolve_scene(task.scene))
         print(f"{name:<14} obs {task.observation_size(c):>4}  act {task.action_size(c):>3}  "
               f"control {task.frame_skip * c.timestep * 1000:.0f} ms  scene {task.scene}")

@@ -2,7 +2,8 @@
 
 A card lists the terms in order (``observation.terms``) with per-term scale, clip and options;
 ``ObservationBuilder`` turns a frame into the policy's input vector, including history stacking
-in a stated layout. Terms use the names users know from Isaac Lab / legged_gym / Playground.
+in a stated layout. Terms use the names users know from Isaac Lab / legged_gym / Playground;
+plugins add terms through the ``crosssim.observation_terms`` entry-point group (docs/extending.md).
 
 History layouts (``observation.history``): with terms A (2 values), B (1 value) and length 2,
 ``frame_major`` is [A(t-1), B(t-1), A(t), B(t)] (whole frames, oldest first) and ``term_major``
@@ -17,8 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from crosssim.errors import CardError
+from crosssim.errors import CardError, CrossSimError
 from crosssim.frame import SimFrame, quat_to_matrix
+from crosssim.registry import Registry
 
 
 @dataclass
@@ -95,11 +97,52 @@ def base_height(frame, ctx, **_):
     return frame.base_pos[2:3].copy()
 
 
-TERMS: dict[str, Callable] = {f.__name__: f for f in (
-    base_lin_vel, base_ang_vel, projected_gravity, command, joint_pos_rel, joint_pos, joint_vel, last_action,
-    gait_phase, base_height)}
-PRIVILEGED = {"base_lin_vel", "base_height"}
-TERM_OPTIONS = {"gait_phase": {"period"}}
+@dataclass(frozen=True)
+class ObservationTerm:
+    """A named observation term: ``fn(frame, ctx, **options) -> values``, and what a card needs to know."""
+
+    fn: Callable[..., np.ndarray]
+    size: int | None
+    """Values it produces; None: one per policy joint (card joint order)."""
+    options: frozenset[str] = frozenset()
+    """Extra card keys passed to ``fn`` as keywords, each a positive number (e.g. gait_phase's period [s])."""
+
+    def __call__(self, frame: SimFrame, ctx: TermContext, **options) -> np.ndarray:
+        return self.fn(frame, ctx, **options)
+
+
+BUILTIN_TERMS: dict[str, ObservationTerm] = {
+    "base_lin_vel": ObservationTerm(base_lin_vel, 3),
+    "base_ang_vel": ObservationTerm(base_ang_vel, 3),
+    "projected_gravity": ObservationTerm(projected_gravity, 3),
+    "command": ObservationTerm(command, 3),
+    "joint_pos_rel": ObservationTerm(joint_pos_rel, None),
+    "joint_pos": ObservationTerm(joint_pos, None),
+    "joint_vel": ObservationTerm(joint_vel, None),
+    "last_action": ObservationTerm(last_action, None),
+    "gait_phase": ObservationTerm(gait_phase, 2, frozenset({"period"})),
+    "base_height": ObservationTerm(base_height, 1),
+}
+"""crosssim's own terms; plugins add theirs through the ``crosssim.observation_terms`` entry-point
+group, each entry naming an ObservationTerm (docs/extending.md)."""
+
+TERMS = Registry("observation term", "crosssim.observation_terms", BUILTIN_TERMS)
+
+
+def observation_terms() -> dict[str, ObservationTerm]:
+    """Every observation term by name: built-ins, then plugins (a plugin may replace a built-in)."""
+    return {name: _term(name) for name in TERMS.names()}
+
+
+def _term(name: str, where: object = "observation terms") -> ObservationTerm:
+    try:
+        term = TERMS.load(name)
+    except CrossSimError as exc:
+        raise CardError(f"{where}: {exc}") from None
+    if not isinstance(term, ObservationTerm):
+        raise CardError(f"{where}: observation term {name!r} ({TERMS.targets()[name]}) is a {type(term).__name__}, "
+                        "not a crosssim.observations.ObservationTerm")
+    return term
 
 
 @dataclass(frozen=True)
@@ -114,16 +157,17 @@ def parse_terms(raw, where) -> tuple[TermSpec, ...]:
     """Validate the card's ``observation.terms`` list (CardError names the card and the term)."""
     if not isinstance(raw, list) or not raw:
         raise CardError(f"{where}: field 'observation.terms' must be a non-empty list of terms")
-    out = []
+    out, known = [], TERMS.names()
     for k, item in enumerate(raw):
         item = {"name": item} if isinstance(item, str) else item
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise CardError(f"{where}: observation.terms[{k}] must be a term name or a mapping with 'name'")
         name = item["name"]
-        if name not in TERMS and not name.startswith("sensor:"):
+        if name not in known and not name.startswith("sensor:"):
             raise CardError(f"{where}: observation.terms[{k}] is {name!r}, not a known term; known: "
-                            f"{sorted(TERMS)} or sensor:<MJCF sensor name>")
-        unknown = set(item) - {"name", "scale", "clip"} - TERM_OPTIONS.get(name, set())
+                            f"{known} or sensor:<MJCF sensor name>")
+        allowed = set() if name.startswith("sensor:") else _term(name, where).options
+        unknown = set(item) - {"name", "scale", "clip"} - allowed
         if unknown:
             raise CardError(f"{where}: observation.terms[{k}] ({name}) has unknown keys {sorted(unknown)}")
         scale = item.get("scale", 1.0)
@@ -136,7 +180,7 @@ def parse_terms(raw, where) -> tuple[TermSpec, ...]:
         clip = item.get("clip")
         if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip > 0):
             raise CardError(f"{where}: observation.terms[{k}].clip must be a positive number")
-        options = {o: item[o] for o in TERM_OPTIONS.get(name, set()) if o in item}
+        options = {o: item[o] for o in sorted(allowed) if o in item}
         for o, v in options.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise CardError(f"{where}: observation.terms[{k}].{o} must be a positive number")
@@ -151,6 +195,8 @@ class ObservationBuilder:
         if layout not in ("frame_major", "term_major"):
             raise CardError(f"history layout {layout!r}: use 'frame_major' or 'term_major'")
         self.terms, self.history, self.layout = terms, max(1, int(history)), layout
+        # Looked up once: a registry lookup per control step would cost more than the terms.
+        self._terms = [None if spec.name.startswith("sensor:") else _term(spec.name) for spec in terms]
         self._buffer: deque = deque(maxlen=self.history)
 
     def reset(self) -> None:
@@ -158,11 +204,11 @@ class ObservationBuilder:
 
     def single(self, frame: SimFrame, ctx: TermContext) -> list[np.ndarray]:
         parts = []
-        for spec in self.terms:
-            if spec.name.startswith("sensor:"):
+        for spec, term in zip(self.terms, self._terms):
+            if term is None:
                 value = ctx.sensors.read(spec.name[len("sensor:"):], frame)
             else:
-                value = TERMS[spec.name](frame, ctx, **spec.options)
+                value = term(frame, ctx, **spec.options)
             value = np.asarray(value, dtype=float) * spec.scale
             if spec.clip is not None:
                 value = np.clip(value, -spec.clip, spec.clip)
@@ -183,13 +229,11 @@ class ObservationBuilder:
 
     def size(self, joint_count: int, sensors: "object" = None) -> int:
         """Length of the stacked observation, known without a frame."""
-        fixed = {"base_lin_vel": 3, "base_ang_vel": 3, "projected_gravity": 3, "command": 3, "gait_phase": 2,
-                 "base_height": 1}
         total = 0
-        for spec in self.terms:
-            if spec.name.startswith("sensor:"):
+        for spec, term in zip(self.terms, self._terms):
+            if term is None:
                 s = sensors.types[spec.name[len("sensor:"):]][0]
                 total += int(sensors.m.sensor_dim[s])
             else:
-                total += fixed.get(spec.name, joint_count)
+                total += joint_count if term.size is None else term.size
         return self.history * total

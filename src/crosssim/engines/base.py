@@ -137,12 +137,9 @@ INSTALL_HINT = {
 
 
 def _entry_points() -> dict[str, str]:
-    from importlib.metadata import entry_points
+    from crosssim.registry import plugin_targets
 
-    found = {}
-    for ep in entry_points(group="crosssim.engines"):
-        found[ep.name] = ep.value
-    return found
+    return plugin_targets("crosssim.engines")
 
 
 def registered_engines() -> dict[str, str]:

@@ -1,4 +1,10 @@
-"""One entry point from a card to a Policy, whatever the format."""
+"""One entry point from a card to a Policy, whatever the format.
+
+A card's ``policy.format`` names a loader in one registry: the built-ins below, then the
+``crosssim.policy_loaders`` entry-point group of installed plugins (docs/extending.md). A loader
+is ``loader(card, *, obs_size, action_size, trust) -> Policy``; with ``trust`` False it runs no
+code from the policy file. Sizes and normalisation are checked here, the same for every loader.
+"""
 
 from __future__ import annotations
 
@@ -7,53 +13,86 @@ import importlib
 import numpy as np
 
 from crosssim.card import Card
-from crosssim.errors import PolicyLoadError
+from crosssim.errors import CrossSimError, PolicyLoadError
 from crosssim.policies.base import CallablePolicy, NormalizedPolicy, Policy
+from crosssim.registry import Registry
+
+
+def _bounds(card: Card, action_size: int) -> dict[str, np.ndarray]:
+    clip = card.action.clip or (-1.0, 1.0)
+    return {"low": np.full(action_size, clip[0]), "high": np.full(action_size, clip[1])}
+
+
+def load_sb3(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
+    """SB3 zip: the actor's weights read as arrays; with ``trust``, SB3's own (unpickling) loader."""
+    from crosssim.policies.sb3 import SB3ActorPolicy, SB3TrustedPolicy
+
+    if trust:
+        return SB3TrustedPolicy(card.policy_file, (card.algo or "").lower(), obs_size=obs_size,
+                                **_bounds(card, action_size))
+    return SB3ActorPolicy(card.policy_file, activation=card.activation, **_bounds(card, action_size))
+
+
+def load_torchscript(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
+    from crosssim.policies.torchscript import TorchScriptPolicy
+
+    return TorchScriptPolicy(card.policy_file, obs_size=obs_size)
+
+
+def load_onnx(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
+    from crosssim.policies.onnx import OnnxPolicy
+
+    return OnnxPolicy(card.policy_file, obs_size=obs_size, output=card.onnx_output)
+
+
+def load_rllib(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
+    """RLlib checkpoint folder: the module's weights unpickled with an allow-list, never its code."""
+    from crosssim.policies.rllib import RLlibModulePolicy
+
+    return RLlibModulePolicy(card.policy_file, module_id=card.module_id, activation=card.activation,
+                             **_bounds(card, action_size))
+
+
+def load_callable(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
+    """``module:function`` imported and called: Python code, so only with ``trust``."""
+    path = card.policy_file
+    if not trust:
+        raise PolicyLoadError(f"{card.path}: a 'callable' policy runs Python code ({path}); pass --trust-policy-code")
+    module, _, attr = str(path).partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise PolicyLoadError(f"{card.path}: cannot import callable {path} ({exc})") from None
+    return CallablePolicy(fn, obs_size, action_size)
+
+
+BUILTIN_LOADERS = {"sb3": load_sb3, "torchscript": load_torchscript, "onnx": load_onnx, "rllib": load_rllib,
+                   "callable": load_callable}
+"""Card ``policy.format`` -> loader, crosssim's own formats."""
+
+LOADERS = Registry("policy format", "crosssim.policy_loaders", BUILTIN_LOADERS)
+
+
+def policy_formats() -> list[str]:
+    """Every format a card may name: built-ins and installed plugins."""
+    return LOADERS.names()
 
 
 def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = False) -> Policy:
     """Load the card's policy and check it fits the task's observation and action sizes.
 
-    ``trust`` allows code execution from the file (SB3's unpickling loader); the default never
-    runs code from a policy file.
+    ``trust`` allows code execution from the file (SB3's unpickling loader, callables); the
+    default never runs code from a policy file.
     """
-    fmt, path = card.policy_format, card.policy_file
-    clip = card.action.clip or (-1.0, 1.0)
-    if fmt == "sb3":
-        if trust:
-            from crosssim.policies.sb3 import SB3TrustedPolicy
-
-            policy = SB3TrustedPolicy(path, (card.algo or "").lower(), obs_size=obs_size,
-                                      low=np.full(action_size, clip[0]), high=np.full(action_size, clip[1]))
-        else:
-            from crosssim.policies.sb3 import SB3ActorPolicy
-
-            policy = SB3ActorPolicy(path, low=np.full(action_size, clip[0]), high=np.full(action_size, clip[1]),
-                                    activation=card.activation)
-    elif fmt == "torchscript":
-        from crosssim.policies.torchscript import TorchScriptPolicy
-
-        policy = TorchScriptPolicy(path, obs_size=obs_size)
-    elif fmt == "onnx":
-        from crosssim.policies.onnx import OnnxPolicy
-
-        policy = OnnxPolicy(path, obs_size=obs_size, output=card.onnx_output)
-    elif fmt == "rllib":
-        from crosssim.policies.rllib import RLlibModulePolicy
-
-        policy = RLlibModulePolicy(path, low=np.full(action_size, clip[0]), high=np.full(action_size, clip[1]),
-                                   module_id=card.module_id, activation=card.activation)
-    elif fmt == "callable":
-        if not trust:
-            raise PolicyLoadError(f"{card.path}: a 'callable' policy runs Python code ({path}); pass --trust-policy-code")
-        module, _, attr = str(path).partition(":")
-        try:
-            fn = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise PolicyLoadError(f"{card.path}: cannot import callable {path} ({exc})") from None
-        policy = CallablePolicy(fn, obs_size, action_size)
-    else:  # load_card rejects other formats
-        raise PolicyLoadError(f"{card.path}: unknown policy format {fmt!r}")
+    path = card.policy_file
+    try:
+        loader = LOADERS.load(card.policy_format)
+    except CrossSimError as exc:
+        raise PolicyLoadError(f"{card.path}: {exc}") from None
+    policy = loader(card, obs_size=obs_size, action_size=action_size, trust=trust)
+    if not isinstance(policy, Policy):
+        raise PolicyLoadError(f"{card.path}: the {card.policy_format!r} loader returned a {type(policy).__name__}, "
+                              "not a Policy (reset(), act(obs), obs_size, action_size)")
     if policy.obs_size is not None and policy.obs_size != obs_size:
         raise PolicyLoadError(
             f"{path}: the policy takes {policy.obs_size} observation values but task {card.task} produces "

@@ -67,11 +67,3 @@ class ResetNoise:
             qvel = np.zeros(nv) + self.scale * rng.standard_normal(nv)
         return InitialState(qpos=qpos, qvel=qvel)
 
-
-_REGISTRY: dict[str, type[Task]] = {}
-
-
-def register(cls: type[Task]) -> type[Task]:
-    """Class decorator: make a task known by its ``name`` (crosssim.tasks.registered_tasks lists them)."""
-    _REGISTRY[cls.name] = cls
-    return cls

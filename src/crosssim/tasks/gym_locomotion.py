@@ -12,7 +12,7 @@ import numpy as np
 
 from crosssim.frame import SimFrame
 from crosssim.scene import CanonicalModel
-from crosssim.tasks.base import ResetNoise, StepResult, Task, register
+from crosssim.tasks.base import ResetNoise, StepResult, Task
 
 
 class PlanarLocomotion(Task):
@@ -66,7 +66,6 @@ class PlanarLocomotion(Task):
         return StepResult(reward, terms, terminated)
 
 
-@register
 class Hopper(PlanarLocomotion):
     name = "Hopper"
     scene = "gymnasium:hopper.xml"
@@ -77,7 +76,6 @@ class Hopper(PlanarLocomotion):
     clip_qvel = 10.0
 
 
-@register
 class Walker2d(PlanarLocomotion):
     name = "Walker2d"
     scene = "gymnasium:walker2d_v5.xml"
@@ -87,7 +85,6 @@ class Walker2d(PlanarLocomotion):
     clip_qvel = 10.0
 
 
-@register
 class HalfCheetah(PlanarLocomotion):
     name = "HalfCheetah"
     scene = "gymnasium:half_cheetah.xml"
@@ -96,7 +93,6 @@ class HalfCheetah(PlanarLocomotion):
     reset_noise = ResetNoise(0.1, qvel="normal")
 
 
-@register
 class Ant(Task):
     """Ant-v5: free-floating quadruped; the observation includes clipped contact wrenches."""
 

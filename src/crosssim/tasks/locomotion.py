@@ -12,10 +12,9 @@ import numpy as np
 
 from crosssim.errors import CardError
 from crosssim.frame import InitialState, quat_to_matrix
-from crosssim.tasks.base import StepResult, Task, register
+from crosssim.tasks.base import StepResult, Task
 
 
-@register
 class Locomotion(Task):
     name = "Locomotion"
     scene = ""  # the card's robot
