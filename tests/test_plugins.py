@@ -157,10 +157,11 @@ LOADER_PLUGIN = '''
 import numpy as np
 
 from crosssim.errors import PolicyLoadError
+from crosssim.policies import Policy
 
 
-class LinearPolicy:
-    batchable = True
+class LinearPolicy(Policy):
+    batchable = True  # no memory across calls: episodes may run in lockstep
 
     def __init__(self, w, b):
         self.w, self.b = w, b

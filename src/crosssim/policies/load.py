@@ -92,7 +92,8 @@ def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = Fa
     policy = loader(card, obs_size=obs_size, action_size=action_size, trust=trust)
     if not isinstance(policy, Policy):
         raise PolicyLoadError(f"{card.path}: the {card.policy_format!r} loader returned a {type(policy).__name__}, "
-                              "not a Policy (reset(), act(obs), obs_size, action_size)")
+                              "not a Policy (subclass crosssim.policies.Policy: reset(), act(obs), "
+                              "obs_size, action_size, batchable)")
     if policy.obs_size is not None and policy.obs_size != obs_size:
         raise PolicyLoadError(
             f"{path}: the policy takes {policy.obs_size} observation values but task {card.task} produces "
