@@ -1,9 +1,9 @@
 """One entry point from a card to a Policy, whatever the format.
 
-A card's ``policy.format`` names a loader in one registry: the built-ins below, then the
-``crosssim.policy_loaders`` entry-point group of installed plugins (docs/extending.md). A loader
-is ``loader(card, *, obs_size, action_size, trust) -> Policy``; with ``trust`` False it runs no
-code from the policy file. Sizes and normalisation are checked here, the same for every loader.
+A card's ``policy.format`` names a loader in one registry (crosssim.policies.formats): the
+built-ins below, then the ``crosssim.policy_loaders`` entry-point group (docs/extending.md).
+A loader is ``loader(card, *, obs_size, action_size, trust) -> Policy``; with ``trust`` False it
+runs no code from the policy file. Sizes and normalisation are checked here, for every loader.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 from crosssim.card import Card
 from crosssim.errors import CrossSimError, PolicyLoadError
 from crosssim.policies.base import CallablePolicy, NormalizedPolicy, Policy
-from crosssim.registry import Registry
+from crosssim.policies.formats import LOADERS
 
 
 def _bounds(card: Card, action_size: int) -> dict[str, np.ndarray]:
@@ -64,18 +64,6 @@ def load_callable(card: Card, *, obs_size: int, action_size: int, trust: bool) -
     except (ImportError, AttributeError) as exc:
         raise PolicyLoadError(f"{card.path}: cannot import callable {path} ({exc})") from None
     return CallablePolicy(fn, obs_size, action_size)
-
-
-BUILTIN_LOADERS = {"sb3": load_sb3, "torchscript": load_torchscript, "onnx": load_onnx, "rllib": load_rllib,
-                   "callable": load_callable}
-"""Card ``policy.format`` -> loader, crosssim's own formats."""
-
-LOADERS = Registry("policy format", "crosssim.policy_loaders", BUILTIN_LOADERS)
-
-
-def policy_formats() -> list[str]:
-    """Every format a card may name: built-ins and installed plugins."""
-    return LOADERS.names()
 
 
 def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = False) -> Policy:
