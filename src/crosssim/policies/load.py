@@ -36,7 +36,7 @@ def load_sb3(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Pol
 def load_torchscript(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
     from crosssim.policies.torchscript import TorchScriptPolicy
 
-    return TorchScriptPolicy(card.policy_file, obs_size=obs_size)
+    return TorchScriptPolicy(card.policy_file, obs_size=obs_size, check=not trust)
 
 
 def load_onnx(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:

@@ -16,6 +16,9 @@ class OnnxPolicy(Policy):
             import onnxruntime as ort
         except ImportError:
             raise PolicyLoadError("ONNX policies need onnxruntime: pip install 'crosssim[onnx]'") from None
+        from crosssim.policies.limits import check_file_size
+
+        check_file_size(path)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1

@@ -19,6 +19,7 @@ import numpy as np
 
 from crosssim.errors import PolicyLoadError
 from crosssim.policies.base import Policy
+from crosssim.policies.limits import check_archive, read_member
 
 ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "SiLU", "GELU", "Sigmoid")
 # SB3's default activation per policy family (ActorCriticPolicy: Tanh; SAC/TD3/TQC actors: ReLU).
@@ -26,16 +27,22 @@ DEFAULT_ACTIVATION = {"actor_critic": "Tanh", "squashed": "ReLU", "linear": None
 
 
 def read_zip(path: Path) -> tuple[dict, dict]:
-    """(data JSON, actor state dict) of an SB3 zip; PolicyLoadError names what is wrong."""
+    """(data JSON, actor state dict) of an SB3 zip; PolicyLoadError names what is wrong.
+
+    Members are size-checked and decompressed under crosssim.policies.limits, never whole.
+    """
     import torch
 
     try:
         with zipfile.ZipFile(path) as zf:
-            names = zf.namelist()
+            names = [i.filename for i in check_archive(zf, path)]
             if "policy.pth" not in names:
                 raise PolicyLoadError(f"{path}: not an SB3 model zip (no policy.pth inside; found {names[:5]})")
-            data = json.loads(zf.read("data")) if "data" in names else {}
-            raw = zf.read("policy.pth")
+            data = json.loads(read_member(zf, "data", path)) if "data" in names else {}
+            raw = read_member(zf, "policy.pth", path)
+        if zipfile.is_zipfile(io.BytesIO(raw)):  # torch's own format is a zip too: its members are limited alike
+            with zipfile.ZipFile(io.BytesIO(raw)) as inner:
+                check_archive(inner, f"{path} (policy.pth)")
     except zipfile.BadZipFile as exc:
         raise PolicyLoadError(f"{path}: not a valid zip file ({exc}); expected an SB3 model .zip") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -1,5 +1,9 @@
 """TorchScript policies (``torch.jit.load``): runs the file's TorchScript graph, not Python.
 
+A TorchScript graph can still call operators that read and write files, so an untrusted file is
+checked against an allow-list of operators before ``torch.jit.load`` sees it
+(crosssim.policies.tscheck); ``check=False`` is for files the user trusts.
+
 Stateful policies (LSTMs that keep hidden state in buffers) are reset at each episode start
 through their ``reset_memory()``/``reset()`` method when they export one; otherwise their
 buffers are restored from a snapshot taken at load time.
@@ -16,9 +20,13 @@ from crosssim.policies.base import Policy
 
 
 class TorchScriptPolicy(Policy):
-    def __init__(self, path: Path, obs_size: int | None = None):
+    def __init__(self, path: Path, obs_size: int | None = None, *, check: bool = True):
         import torch
 
+        if check:
+            from crosssim.policies.tscheck import check_torchscript
+
+            check_torchscript(path)
         try:
             self.module = torch.jit.load(str(path), map_location="cpu")
         except Exception as exc:

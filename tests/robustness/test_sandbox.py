@@ -1,0 +1,263 @@
+"""Untrusted policy files run no code of their own (issue 15): TorchScript is checked against an
+allow-list before ``torch.jit.load``, archives are size-limited before they are decompressed, and
+policy inference runs in a sandboxed process.
+
+Each case runs the real CLI on a file built the way an attacker would build it and asserts the
+one-line message, no traceback, and that no file outside the run folder changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, write_card
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
+
+
+def cli(*args, timeout=300, env=None):
+    e = {**os.environ, "PYTHONPATH": str(TESTS) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "crosssim.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=e)
+
+
+def snapshot(*folders: Path, skip: Path | None = None) -> dict[str, str]:
+    """sha1 of every file under ``folders`` except those under ``skip`` (the run folder)."""
+    out = {}
+    for folder in folders:
+        for p in sorted(folder.rglob("*")):
+            if p.is_file() and (skip is None or skip not in p.parents):
+                out[str(p)] = hashlib.sha1(p.read_bytes()).hexdigest()
+    return out
+
+
+def assert_refused(proc, *needles):
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("crosssim: error:"), proc.stderr
+    for n in needles:
+        assert n in lines[-1], (n, lines[-1])
+
+
+@pytest.fixture
+def case(tmp_path):
+    """(policy folder, victim file outside it, run folder); the victim holds 'zzzz'."""
+    folder, elsewhere = tmp_path / "pr", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    victim = elsewhere / "victim.txt"
+    victim.write_text("zzzz")
+    return folder, victim, folder / "run"
+
+
+def run_crossval(folder: Path, policy_file: str, run: Path, *extra, fmt="torchscript"):
+    card = write_card(folder, policy={"file": policy_file, "format": fmt})
+    before = snapshot(folder.parent, skip=run)
+    proc = cli("crossval", "--policy", card, "--episodes", "1", "--max-steps", "5", "--engines", "mujoco",
+               "--no-risk", "--no-report", "--out", run, *extra)
+    return proc, before
+
+
+def assert_untouched(folder: Path, run: Path, before: dict):
+    assert snapshot(folder.parent, skip=run) == before
+
+
+# -- building hostile TorchScript ------------------------------------------------------------------
+
+def _saved(module) -> bytes:
+    buf = io.BytesIO()
+    torch.jit.save(torch.jit.script(module), buf)
+    return buf.getvalue()
+
+
+def _rewrite(data: bytes, edit) -> bytes:
+    """The archive with ``edit(member name, bytes) -> bytes`` applied to every member."""
+    src, out = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, edit(info.filename, src.read(info)))
+    return out.getvalue()
+
+
+class _Linear(torch.nn.Module):
+    """An 11 -> 3 policy with a TorchScript __getstate__/__setstate__ pair (run by torch.jit.load)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.zeros(11, 3)
+
+    def forward(self, x):
+        return torch.matmul(x, self.w)
+
+    @torch.jit.export
+    def __getstate__(self) -> tuple[torch.Tensor, bool]:
+        return (self.w, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: tuple[torch.Tensor, bool]) -> None:
+        self.w = state[0]
+        self.training = state[1]
+
+
+def _patch_code(data: bytes, old: str, new: str) -> bytes:
+    """The archive with ``old`` replaced by ``new`` in its code (the attacker edits the source)."""
+    patched = []
+
+    def edit(name, raw):
+        if name.endswith(".py") and old in raw.decode():
+            patched.append(name)
+            return raw.decode().replace(old, new).encode()
+        return raw
+    out = _rewrite(data, edit)
+    assert patched, old
+    return out
+
+
+def setstate_writer(victim: Path) -> bytes:
+    """A policy whose __setstate__ overwrites ``victim`` through torch.from_file while it is loaded."""
+    payload = (f'    _t = torch.from_file("{victim}", True, 4, dtype=0)\n    _u = torch.fill_(_t, 65)\n'
+               "    self.w = torch.add((state)[0], torch.sum(_u), alpha=0)\n")
+    return _patch_code(_saved(_Linear()), "    self.w = (state)[0]\n", payload)
+
+
+def forward_writer(victim: Path):
+    class Writer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.path = str(victim)
+
+        def forward(self, x):
+            t = torch.from_file(self.path, shared=True, size=4, dtype=torch.uint8)
+            t.fill_(65)
+            return x[:, :3] * 0 + t[0].float()
+
+    return _saved(Writer())
+
+
+# -- the TorchScript allow-list ---------------------------------------------------------------------
+
+def test_forward_calling_from_file_is_refused_before_loading(case):
+    folder, victim, run = case
+    (folder / "policy.pt").write_bytes(forward_writer(victim))
+    proc, before = run_crossval(folder, "policy.pt", run)
+    assert_refused(proc, "policy.pt", "calls torch.from_file", "refused before loading")
+    assert victim.read_text() == "zzzz"
+    assert_untouched(folder, run, before)
+
+
+def test_setstate_writing_a_file_is_refused_before_jit_load(case, tmp_path):
+    folder, victim, run = case
+    data = setstate_writer(victim)
+    # The payload is real: plain torch.jit.load of the same archive overwrites a copy of the victim.
+    decoy = tmp_path / "decoy.txt"
+    decoy.write_text("zzzz")
+    (tmp_path / "probe.pt").write_bytes(setstate_writer(decoy))
+    subprocess.run([sys.executable, "-c", f"import torch; torch.jit.load({str(tmp_path / 'probe.pt')!r})"],
+                   check=True, capture_output=True, timeout=120)
+    assert decoy.read_text() == "AAAA"
+    (folder / "policy.pt").write_bytes(data)
+    proc, before = run_crossval(folder, "policy.pt", run)
+    assert_refused(proc, "policy.pt", "test_sandbox.py calls torch.from_file")
+    assert victim.read_text() == "zzzz"
+    assert_untouched(folder, run, before)
+
+
+def test_custom_operator_namespace_is_refused(case):
+    folder, victim, run = case
+    data = _patch_code(_saved(_Linear()), "return torch.matmul(x, w)", "return ops.evil.run(torch.matmul(x, w))")
+    (folder / "policy.pt").write_bytes(data)
+    proc, before = run_crossval(folder, "policy.pt", run)
+    assert_refused(proc, "policy.pt", "custom operator ops.evil.run")
+    assert_untouched(folder, run, before)
+
+
+def test_print_is_refused(case):
+    folder, victim, run = case
+
+    class Talker(torch.nn.Module):
+        def forward(self, x):
+            print("hello from the policy")
+            return x[:, :3]
+
+    (folder / "policy.pt").write_bytes(_saved(Talker()))
+    proc, before = run_crossval(folder, "policy.pt", run)
+    assert_refused(proc, "policy.pt", "calls print")
+    assert "hello from the policy" not in proc.stdout + proc.stderr
+    assert_untouched(folder, run, before)
+
+
+def test_pickle_naming_a_python_function_is_refused(case):
+    folder, victim, run = case
+
+    def edit(name, raw):  # constants.pkl that would call os.system when unpickled
+        return b"\x80\x02cposix\nsystem\nX\x04\x00\x00\x00trueq\x00\x85R." if name.endswith("constants.pkl") else raw
+
+    (folder / "policy.pt").write_bytes(_rewrite(_saved(torch.nn.Linear(11, 3)), edit))
+    proc, before = run_crossval(folder, "policy.pt", run)
+    assert_refused(proc, "policy.pt", "constants.pkl names posix.system in a pickle")
+    assert_untouched(folder, run, before)
+
+
+def test_duplicate_member_names_are_refused(case):
+    folder, victim, run = case
+    data = _saved(torch.nn.Linear(11, 3))
+    src, out = zipfile.ZipFile(io.BytesIO(data)), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info))
+        code = next(i for i in src.infolist() if i.filename.endswith(".py"))
+        dst.writestr(code.filename, b"def forward(self, x):\n  return torch.from_file('x')\n")
+    (folder / "policy.pt").write_bytes(out.getvalue())
+    proc, before = run_crossval(folder, "policy.pt", run)
+    assert_refused(proc, "policy.pt", "two members named")
+    assert_untouched(folder, run, before)
+
+
+def test_real_policies_pass_the_check(tmp_path):
+    """The allow-list is not too tight: every standard module a control policy uses, scripted or
+    traced, and the real Unitree G1 LSTM policy pass."""
+    from crosssim.policies.tscheck import check_torchscript
+
+    nn = torch.nn
+    modules = [nn.Sequential(nn.Linear(4, 8), nn.ELU(), nn.Linear(8, 8), nn.LeakyReLU(), nn.SiLU(), nn.GELU(),
+                             nn.Softplus(), nn.Mish(), nn.LayerNorm(8), nn.Dropout(0.1), nn.Tanh(), nn.Linear(8, 2)),
+               nn.LSTM(4, 8, num_layers=2, batch_first=True), nn.GRU(4, 8), nn.RNN(4, 8), nn.LSTMCell(4, 8),
+               nn.GRUCell(4, 8), nn.Sequential(nn.Conv1d(4, 4, 3, padding=1), nn.BatchNorm1d(4), nn.Flatten())]
+    for k, m in enumerate(modules):
+        (tmp_path / f"{k}.pt").write_bytes(_saved(m))
+        check_torchscript(tmp_path / f"{k}.pt")
+    torch.jit.trace(nn.Sequential(nn.Linear(4, 8), nn.Tanh()), torch.zeros(1, 4)).save(str(tmp_path / "traced.pt"))
+    check_torchscript(tmp_path / "traced.pt")
+    motion = FIXTURES / "unitree-g1" / "motion.pt"
+    if not motion.exists():
+        pytest.skip(f"{motion} is absent (../shared/fixtures)")
+    check_torchscript(motion)
+
+
+# -- archive limits ---------------------------------------------------------------------------------
+
+def test_sb3_zip_bomb_is_refused_before_decompressing(case):
+    """A few-MB SB3 zip whose policy.pth inflates to 600 MiB: refused from the stated size."""
+    folder, victim, run = case
+    with zipfile.ZipFile(folder / "model.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("data", "{}")
+        with zf.open("policy.pth", "w", force_zip64=True) as f:
+            block = bytes(1 << 20)
+            for _ in range(600):
+                f.write(block)
+    assert (folder / "model.zip").stat().st_size < 5 << 20
+    proc, before = run_crossval(folder, "model.zip", run, fmt="sb3")
+    assert_refused(proc, "model.zip", "inflates to 600 MiB, over crosssim's limit of 512 MiB per member")
+    assert_untouched(folder, run, before)
