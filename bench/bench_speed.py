@@ -143,7 +143,8 @@ def bench_batched_rollouts(episodes: int = 32, steps: int = 200) -> dict:
 
 def bench_workers(episodes: int = 6) -> dict:
     """A full crossval (2 engines, nominal + sweeps) on 1 worker vs 2 workers; peak memory per worker."""
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     card = DEFAULT if DEFAULT.exists() else ZOO
     out = Path(tempfile.mkdtemp())
@@ -152,8 +153,8 @@ def bench_workers(episodes: int = 6) -> dict:
         cfg = CrossvalConfig(policy=str(card), engines=("mujoco", "pybullet"), episodes=episodes, max_steps=300,
                              workers=workers, out=str(out / f"w{workers}"), cache=False, report=False)
         t = time.perf_counter()
-        summary = run_crossval(cfg)
-        results[workers] = (time.perf_counter() - t, summary["workers"])
+        summary = crossval(cfg).summary
+        results[workers] = (time.perf_counter() - t, summary.workers)
     rss = max(w["max_rss_mb"] for w in results[2][1].values())
     return {"1 worker [s]": results[1][0], "2 workers [s]": results[2][0],
             "speed-up 2 workers / 1 (target >= 1.8)": results[1][0] / results[2][0],
@@ -168,14 +169,15 @@ def _rss_mb() -> float:
 
 def bench_many_policies(policies: int = 30) -> dict:
     """Many policies in one process (a CI batch): resident memory after the first few and after all."""
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     card = DEFAULT if DEFAULT.exists() else ZOO
     out = Path(tempfile.mkdtemp())
     rss = []
     for k in range(policies):
-        run_crossval(CrossvalConfig(policy=str(card), engines=("mujoco", "pybullet"), episodes=2, max_steps=100,
-                                    risk=False, cache=False, out=str(out / str(k)), workers=2))
+        crossval(CrossvalConfig(policy=str(card), engines=("mujoco", "pybullet"), episodes=2, max_steps=100,
+                                risk=False, cache=False, out=str(out / str(k)), workers=2))
         rss.append(_rss_mb())
     return {"main process RSS after 5 policies [MB]": rss[4], f"main process RSS after {policies} policies [MB]": rss[-1],
             "growth per policy after the 5th [MB]": (rss[-1] - rss[4]) / (policies - 5)}
@@ -214,12 +216,13 @@ def bench_newton_worlds(worlds: tuple[int, ...] = (1, 8, 32), steps: int = 300) 
 
 def bench_default_crossval() -> dict:
     """`make crossval` as shipped: default policy, default engines, 20 episodes, risk and report."""
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     card = DEFAULT if DEFAULT.exists() else ZOO
     cfg = CrossvalConfig(policy=str(card), episodes=20, out=tempfile.mkdtemp(), cache=False)
     t = time.perf_counter()
-    run_crossval(cfg)
+    crossval(cfg)
     return {"default crossval wall time [s] (target < 60)": time.perf_counter() - t,
             "main process peak RSS [MB]": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 

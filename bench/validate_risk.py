@@ -32,9 +32,11 @@ from realities import REALITIES, run_reality  # noqa: E402
 from crosssim.card import load_card  # noqa: E402
 from crosssim.perturb import FAMILIES  # noqa: E402
 from crosssim.policies import load_policy  # noqa: E402
+from crosssim.results import to_dict  # noqa: E402
 from crosssim.risk import clipped_drop, risk_profile  # noqa: E402
 from crosssim.runner.cache import path_digest  # noqa: E402
-from crosssim.runner import CrossvalConfig, run_crossval  # noqa: E402
+from crosssim.evaluate import crossval  # noqa: E402
+from crosssim.runner import CrossvalConfig  # noqa: E402
 from crosssim.runner.rollout import Harness  # noqa: E402
 from crosssim.stats import mmrv, pearson, spearman  # noqa: E402
 
@@ -75,26 +77,26 @@ def evaluate(card_path: Path, engines: tuple[str, ...], episodes: int) -> dict:
         CACHE.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps({k: v for k, v in record.items() if k != "risk"}, indent=1))
     df = pd.read_parquet(runs / "results.parquet")
-    record["risk"] = risk_profile(df, card, reference=record["reference"])
+    record["risk"] = to_dict(risk_profile(df, card, reference=record["reference"]))
     return record
 
 
 def _run(card_path: Path, card, engines: tuple[str, ...], episodes: int, out: Path) -> dict:
-    summary = run_crossval(CrossvalConfig(policy=str(card_path), engines=engines, episodes=episodes,
-                                          out=str(out), risk=True, workers=2))
+    summary = crossval(CrossvalConfig(policy=str(card_path), engines=engines, episodes=episodes,
+                                      out=str(out), risk=True, workers=2)).summary
     df = pd.read_parquet(out / "results.parquet")
     if df.failure.notna().all():
         raise SystemExit(f"{card.name}: every episode failed ({df.failure.iloc[0]}); not caching")
     means = df[df.failure.isna()].groupby(["engine", "condition"])["return"].mean()
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
-    sim = summary["engines"][summary["reference_engine"]]["mean_return"]
+    sim = summary.engines[summary.reference_engine].mean_return
     truth, real = {}, {}
     for r in REALITIES:
         real[r.family] = float(np.mean(run_reality(harness, policy, r, episode_seeds=range(episodes))))
         truth[r.family] = float(np.clip((sim - real[r.family]) / max(abs(sim), 1e-9), 0.0, 1.0))
     return {"name": card.name, "task": card.task, "source": "zoo" if card.name.startswith("zoo-") else "own",
-            "reference": summary["reference_engine"], "sim_return": sim,
+            "reference": summary.reference_engine, "sim_return": sim,
             "means": {f"{e}/{c}": float(v) for (e, c), v in means.items()}, "truth": truth, "reality_return": real}
 
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT, requires_fixtures, zoo_card
-from crosssim.runner import CrossvalConfig, run_crossval
+from crosssim.evaluate import crossval
+from crosssim.runner import CrossvalConfig
 
 HELPERS = ROOT / "tests" / "helpers"
 
@@ -35,10 +36,10 @@ def test_cli_crossval_writes_results(tmp_path):
     assert len(df) == 2 * 2 * 5 and df.failure.isna().all()  # engines x episodes x (nominal, 3 families, combined)
     assert "verdict:" in proc.stdout and summary_has_profile(out)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["reference_engine"] == "mujoco"
-    assert set(summary["engines"]) == {"mujoco", "pybullet"}
-    lo, hi = summary["engines"]["mujoco"]["return_ci95"]
-    assert lo <= summary["engines"]["mujoco"]["mean_return"] <= hi
+    assert summary.reference_engine == "mujoco"
+    assert set(summary.engines) == {"mujoco", "pybullet"}
+    lo, hi = summary.engines["mujoco"].return_ci95
+    assert lo <= summary.engines["mujoco"].mean_return <= hi
     assert json.loads((out / "audit.json").read_text())["pybullet"]
 
 
@@ -63,7 +64,7 @@ def test_same_seed_same_numbers(tmp_path):
     for k, inline in enumerate((False, False, True)):
         cfg = CrossvalConfig(policy=str(zoo_card("trpo", "Hopper")), episodes=2, seed=3, max_steps=150,
                              out=str(tmp_path / f"r{k}"), inline=inline, cache=False)
-        run_crossval(cfg)
+        crossval(cfg)
         runs.append(pd.read_parquet(tmp_path / f"r{k}" / "results.parquet"))
     pd.testing.assert_frame_equal(runs[0], runs[1])
     pd.testing.assert_frame_equal(runs[0], runs[2])
@@ -73,13 +74,13 @@ def test_killed_engine_worker_keeps_finished_rows(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "die_in_pybullet")), episodes=4, max_steps=50,
                          out=str(tmp_path / "run"), trust_policy_code=True, risk=False, engines=("mujoco", "pybullet"))
-    summary = run_crossval(cfg)
+    summary = crossval(cfg).summary
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     mj, pb = df[df.engine == "mujoco"], df[df.engine == "pybullet"]
     assert mj.failure.isna().all() and len(mj) == 4
     assert pb.failure.isna().sum() == 2, pb  # episodes 0 and 1 finished before the kill
     assert pb.failure.dropna().str.contains("killed by signal SIGKILL").all()
-    assert "SIGKILL" in summary["engines"]["pybullet"]["error"]
+    assert "SIGKILL" in summary.engines["pybullet"].error
 
 
 def test_hung_engine_worker_times_out(tmp_path, monkeypatch):
@@ -87,7 +88,7 @@ def test_hung_engine_worker_times_out(tmp_path, monkeypatch):
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "hang_in_pybullet")), episodes=2, max_steps=50,
                          out=str(tmp_path / "run"), trust_policy_code=True, episode_timeout=8, risk=False,
                          engines=("mujoco", "pybullet"))
-    run_crossval(cfg)
+    crossval(cfg)
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     pb = df[df.engine == "pybullet"]
     assert pb.failure.isna().sum() == 1
@@ -99,7 +100,7 @@ def test_nan_actions_fail_the_episode_with_a_message(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "tests"))
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "nan_policy")), episodes=1, max_steps=20,
                          out=str(tmp_path / "run"), trust_policy_code=True, engines=("mujoco",), risk=False)
-    run_crossval(cfg)
+    crossval(cfg)
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     assert df.failure.iloc[0].startswith("mujoco: policy returned a non-finite action at step 0")
 
@@ -118,7 +119,7 @@ def test_unwritable_out_is_a_clear_error(tmp_path):
         out = locked / "run"
     cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "nan_policy")), out=str(out), trust_policy_code=True)
     with pytest.raises(CrossSimError, match="cannot write results to"):
-        run_crossval(cfg)
+        crossval(cfg)
 
 
 @requires_fixtures
@@ -133,8 +134,8 @@ def test_zoo_agent_matches_gymnasium_v4(tmp_path, algo, env):
 
     episodes = 2
     card = load_card(zoo_card(algo, env))
-    summary = run_crossval(CrossvalConfig(policy=str(card.path), engines=("mujoco",), episodes=episodes,
-                                          out=str(tmp_path / "run"), inline=True, risk=False))
+    summary = crossval(CrossvalConfig(policy=str(card.path), engines=("mujoco",), episodes=episodes,
+                                      out=str(tmp_path / "run"), inline=True, risk=False)).summary
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
     genv = gym.make(f"{env}-v4")
@@ -147,5 +148,5 @@ def test_zoo_agent_matches_gymnasium_v4(tmp_path, algo, env):
             total += r
             done = term or trunc
         returns.append(total)
-    ours = summary["engines"]["mujoco"]["mean_return"]
+    ours = summary.engines["mujoco"].mean_return
     assert ours == pytest.approx(np.mean(returns), rel=0.02, abs=1.0)

@@ -1,5 +1,6 @@
 """The gate: a pure decision tested from a table, its outputs, and the whole PR flow in a temp repo."""
 
+import dataclasses
 import io
 import os
 import shutil
@@ -14,17 +15,26 @@ import pytest
 from conftest import ROOT
 from crosssim.gate import EXIT_FAIL, EXIT_PASS, EXIT_WARN, FAIL, PASS, WARN, GateConfig, decide, junit, markdown
 from crosssim.errors import CrossSimError
+from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskProfile, RunSummary
 
 
-def _summary(ref_return=1000.0, other_drop=0.1, risk=0.1, verdict=None, failed=0, error=None):
-    engines = {
-        "mujoco": {"mean_return": ref_return, "drop_vs_reference": 0.0, "failed": 0, "episodes": 5, "error": None},
-        "pybullet": {"mean_return": ref_return * (1 - other_drop), "drop_vs_reference": other_drop,
-                     "failed": failed, "episodes": 5, "error": error},
-    }
+def _engine(mean_return, drop, failed=0, error=None) -> EngineSummary:
+    return EngineSummary(episodes=5, failed=failed, mean_return=mean_return, return_ci95=(mean_return, mean_return),
+                         mean_length=100.0, terminated_early=0.0, mean_x_velocity=1.0, audit_mismatches=0, error=error,
+                         drop_vs_reference=drop)
+
+
+def _summary(ref_return=1000.0, other_drop=0.1, risk=0.1, verdict=None, failed=0, error=None) -> RunSummary:
+    engines = {"mujoco": _engine(ref_return, 0.0),
+               "pybullet": _engine(ref_return * (1 - other_drop), other_drop, failed, error)}
     v = verdict or ("low" if risk < 0.15 else "medium" if risk < 0.35 else "high")
-    return {"policy": "p", "reference_engine": "mujoco", "engines": engines,
-            "risk": {"verdict": v, "message": f"{v} risk", "aggregate": {"drop": risk}}}
+    profile = RiskProfile(
+        harness_check=HarnessCheck(status="ok", message="ok"), components={},
+        aggregate=RiskAggregate(drop=risk, ci95=(risk, risk), combined_gaps_drop=risk, engine_weights={}),
+        verdict=v, driver="actuation", message=f"{v} risk", reference_engine="mujoco", thresholds={})
+    return RunSummary(crosssim_version="test", policy="p", card="card.yaml", policy_file="p.pt", policy_sha256=None,
+                      task="Hopper", reference_engine="mujoco", seed=0, episodes=5, engines=engines, command="",
+                      created="", risk=profile)
 
 
 CFG = GateConfig()
@@ -59,8 +69,7 @@ def test_min_reference_return_and_exit_codes():
 
 
 def test_outputs_escape_hostile_text():
-    s = _summary()
-    s["policy"] = '<b>"x"</b>\x1b[31m'
+    s = dataclasses.replace(_summary(), policy='<b>"x"</b>\x1b[31m')
     d = decide(s, CFG)
     root = ET.fromstring(junit(s, d))  # parses: valid XML despite the control character
     assert [tc.get("name") for tc in root.iter("testcase")] == ["mujoco", "pybullet", "run"]

@@ -52,7 +52,8 @@ def test_multi_engine_vec_env_round_robin():
 def test_short_multi_engine_training_gives_a_card_crossval_accepts(tmp_path):
     pytest.importorskip("stable_baselines3")
     from crosssim.cli import main
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     out = tmp_path / "trained"
     assert main(["train", "--task", "Hopper", "--engines", "mujoco,pybullet", "--steps", "512", "--n-envs", "2",
@@ -61,9 +62,9 @@ def test_short_multi_engine_training_gives_a_card_crossval_accepts(tmp_path):
 
     card = yaml.safe_load((out / "card.yaml").read_text())
     assert card["training"]["engines"] == ["mujoco", "pybullet"] and card["validated_in"] == ["mujoco", "pybullet"]
-    summary = run_crossval(CrossvalConfig(policy=str(out / "card.yaml"), engines=("mujoco", "pybullet"), episodes=1,
-                                          max_steps=50, out=str(tmp_path / "run"), risk=False, report=False))
-    assert all(s["failed"] == 0 for s in summary["engines"].values())
+    summary = crossval(CrossvalConfig(policy=str(out / "card.yaml"), engines=("mujoco", "pybullet"), episodes=1,
+                                      max_steps=50, out=str(tmp_path / "run"), risk=False, report=False)).summary
+    assert all(s.failed == 0 for s in summary.engines.values())
 
 
 def test_randomised_models_are_reused_and_give_the_same_rollouts():

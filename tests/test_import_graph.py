@@ -9,8 +9,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
@@ -84,7 +82,6 @@ def test_no_import_cycles():
     assert find_cycles(import_graph()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="runner/crossval.py still calls real and report; moving them out is next")
 def test_runner_never_imports_report_or_real():
     graph = import_graph()
     bad = {(m, t) for m, ts in graph.items() if m.startswith("crosssim.runner")

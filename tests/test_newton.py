@@ -254,13 +254,14 @@ def test_warp_cache_defaults_to_a_crosssim_folder(tmp_path):
 
 @requires_fixtures
 def test_short_crossval_with_newton_columns(tmp_path):
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     engines = ("mujoco", "newton-mujoco-warp", "newton-featherstone")
-    summary = run_crossval(CrossvalConfig(policy=str(zoo_card("ppo", "Hopper")), engines=engines, episodes=1,
-                                          max_steps=100, out=str(tmp_path)))
-    per = summary["engines"]
-    assert all(per[e]["failed"] == 0 and per[e]["error"] is None for e in engines), per
-    assert per["newton-mujoco-warp"]["mean_return"] == pytest.approx(per["mujoco"]["mean_return"], rel=0.02)
-    assert np.isfinite(per["newton-featherstone"]["mean_return"])
+    summary = crossval(CrossvalConfig(policy=str(zoo_card("ppo", "Hopper")), engines=engines, episodes=1,
+                                      max_steps=100, out=str(tmp_path))).summary
+    per = summary.engines
+    assert all(per[e].failed == 0 and per[e].error is None for e in engines), per
+    assert per["newton-mujoco-warp"].mean_return == pytest.approx(per["mujoco"].mean_return, rel=0.02)
+    assert np.isfinite(per["newton-featherstone"].mean_return)
     assert per["newton-featherstone"]["audit_mismatches"] == 1  # the integrator: Euler, not RK4

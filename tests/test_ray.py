@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from crosssim.runner import CrossvalConfig, run_crossval
+from crosssim.evaluate import crossval
+from crosssim.runner import CrossvalConfig
 
 ray = pytest.importorskip("ray")
 
@@ -16,9 +17,9 @@ def test_ray_executor_matches_local(tmp_path):
     card.write_text("name: r\ntask: Hopper\npolicy: {file: p.pt, format: torchscript}\ncontrol_period: 0.008\n")
     frames = {}
     for executor in ("local", "ray"):
-        run_crossval(CrossvalConfig(policy=str(card), engines=("mujoco", "pybullet"), episodes=2, max_steps=100,
-                                    out=str(tmp_path / executor), executor=executor, cache=False, report=False,
-                                    risk=False))
+        crossval(CrossvalConfig(policy=str(card), engines=("mujoco", "pybullet"), episodes=2, max_steps=100,
+                                out=str(tmp_path / executor), executor=executor, cache=False, report=False,
+                                risk=False))
         frames[executor] = pd.read_parquet(tmp_path / executor / "results.parquet")
     assert not ray.is_initialized()  # the private instance was shut down
     pd.testing.assert_frame_equal(frames["local"], frames["ray"])

@@ -77,7 +77,8 @@ def test_calibration_recovers_hidden_parameters(calibrated):
 def test_calibrated_profile_by_name_in_crossval_real_column(calibrated, arm_logs, tmp_path, monkeypatch):
     from crosssim.profiles import load_profile
     from crosssim.real.compare import format_real
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     path, _ = calibrated
     monkeypatch.setenv("CROSSSIM_SIMULATORS", str(path.parent))
@@ -85,10 +86,10 @@ def test_calibrated_profile_by_name_in_crossval_real_column(calibrated, arm_logs
     harness = Harness.from_card(load_card(ARM))
     _, model = open_engine(profile, harness)
     np.testing.assert_allclose(model.mj.dof_damping, harness.canonical.joint_damping * profile.settings["damping_scale"])
-    summary = run_crossval(CrossvalConfig(policy=str(ARM), engines=("mujoco", path.stem), episodes=1, max_steps=20,
-                                          out=str(tmp_path / "run"), trust_policy_code=True, inline=True, risk=False,
-                                          report=False, cache=False, real=str(arm_logs)))
-    real = summary["real"]
+    summary = crossval(CrossvalConfig(policy=str(ARM), engines=("mujoco", path.stem), episodes=1, max_steps=20,
+                                      out=str(tmp_path / "run"), trust_policy_code=True, inline=True, risk=False,
+                                      report=False, cache=False, real=str(arm_logs))).summary
+    real = summary.real
     assert real["logs"] == ["arm-robot-000", "arm-robot-001", "arm-robot-002"]
     default, fitted = real["engines"]["mujoco"], real["engines"][path.stem]
     for mode in ("open_loop", "closed_loop"):
@@ -220,15 +221,16 @@ def test_cli_logs_validate(tmp_path):
 
 
 def test_crossval_with_a_bad_log_fails_before_running_engines(tmp_path):
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     bad, cols = _good(tmp_path / "logs")
     cols.pop("q.j1")
     _rewrite(bad, cols)
     with pytest.raises(LogError, match=r"log.parquet: .*q\.j1"):
-        run_crossval(CrossvalConfig(policy=str(ARM), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
-                                    trust_policy_code=True, inline=True, risk=False, report=False, cache=False,
-                                    real=str(tmp_path / "logs")))
+        crossval(CrossvalConfig(policy=str(ARM), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
+                                trust_policy_code=True, inline=True, risk=False, report=False, cache=False,
+                                real=str(tmp_path / "logs")))
 
 
 @requires_fixtures

@@ -6,7 +6,8 @@ import shutil
 import pytest
 
 from conftest import ROOT
-from crosssim.runner import CrossvalConfig, run_crossval
+from crosssim.evaluate import crossval
+from crosssim.runner import CrossvalConfig
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
@@ -28,9 +29,9 @@ def run_dir(tmp_path_factory):
         "name": "hostile-" + HOSTILE, "task": "Hopper", "policy": {"file": "policy.pt", "format": "torchscript"},
         "control_period": 0.008, "trained_in": "mujoco", "claimed": {"return": 1.0}}))
     out = tmp / "run"
-    summary = run_crossval(CrossvalConfig(policy=str(tmp / "card.yaml"), episodes=2, max_steps=60, out=str(out),
-                                          engines=("mujoco", "pybullet")))
-    assert summary.get("report"), summary.get("report_error")
+    run = crossval(CrossvalConfig(policy=str(tmp / "card.yaml"), episodes=2, max_steps=60, out=str(out),
+                                  engines=("mujoco", "pybullet")))
+    assert run.report, run.report_error
     return out
 
 

@@ -8,7 +8,8 @@ import pytest
 from conftest import ROOT
 from crosssim.card import load_card
 from crosssim.policies import load_policy
-from crosssim.runner import CrossvalConfig, run_crossval
+from crosssim.evaluate import crossval
+from crosssim.runner import CrossvalConfig
 from crosssim.runner.harness import Harness
 
 DR = ROOT / "policies" / "hopper-ppo-150k-dr-s0" / "card.yaml"
@@ -40,14 +41,14 @@ def test_domain_randomised_policy_ranks_safer(tmp_path):
 
     profile, truth = {}, {}
     for name, card_path in (("dr", DR), ("nodr", NODR)):
-        summary = run_crossval(CrossvalConfig(policy=str(card_path), engines=("mujoco",), episodes=3,
-                                              out=str(tmp_path / name), report=False))
-        profile[name] = summary["risk"]["aggregate"]["drop"]
+        summary = crossval(CrossvalConfig(policy=str(card_path), engines=("mujoco",), episodes=3,
+                                          out=str(tmp_path / name), report=False)).summary
+        profile[name] = summary.risk.aggregate.drop
         card = load_card(card_path)
         h = Harness.from_card(card)
         real = np.mean(run_reality(h, load_policy(card, obs_size=h.obs_size, action_size=h.action_size), ALL,
                                    episode_seeds=range(3)))
-        sim = summary["engines"]["mujoco"]["mean_return"]
+        sim = summary.engines["mujoco"].mean_return
         truth[name] = (sim - real) / abs(sim)
     assert truth["dr"] < truth["nodr"], truth  # what the held-out all-gaps reality says
     assert profile["dr"] < profile["nodr"], profile

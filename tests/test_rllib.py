@@ -30,16 +30,17 @@ def trained(tmp_path_factory):
 def test_training_writes_a_card_crossval_accepts(trained, tmp_path):
     import ray
 
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     assert not ray.is_initialized()  # the private instance was shut down
     card = yaml.safe_load((trained / "card.yaml").read_text())
     assert card["policy"]["format"] == "rllib" and card["training"]["framework"] == "rllib"
     assert card["training"]["engines"] == ["mujoco", "pybullet"] and card["validated_in"] == ["mujoco", "pybullet"]
-    summary = run_crossval(CrossvalConfig(policy=str(trained / "card.yaml"), engines=("mujoco", "pybullet"),
-                                          episodes=1, max_steps=50, out=str(tmp_path / "run"), risk=False,
-                                          report=False))
-    assert all(s["failed"] == 0 for s in summary["engines"].values())
+    summary = crossval(CrossvalConfig(policy=str(trained / "card.yaml"), engines=("mujoco", "pybullet"),
+                                      episodes=1, max_steps=50, out=str(tmp_path / "run"), risk=False,
+                                      report=False)).summary
+    assert all(s.failed == 0 for s in summary.engines.values())
 
 
 def test_numpy_rebuild_equals_rllib_forward(trained):

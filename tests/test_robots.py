@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from conftest import CARDS, FIXTURES, requires_fixtures
-from crosssim.runner import CrossvalConfig, run_crossval
+from crosssim.evaluate import crossval
+from crosssim.runner import CrossvalConfig
 
 pytestmark = requires_fixtures
 G1 = CARDS / "robots" / "unitree-g1.yaml"
@@ -33,25 +34,25 @@ def _variant(tmp_path: Path, card: Path, name: str, edit) -> Path:
 @pytest.mark.parametrize("card,speed", [(G1, 0.45), (GO1, 0.48)], ids=["g1", "go1"])
 def test_walks_like_its_authors_say_in_mujoco(tmp_path, card, speed):
     """20 s at a 0.5 m/s command, no fall, forward speed within 0.1 m/s of the authors' number."""
-    summary = run_crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path),
-                                          risk=False, report=False))
+    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path),
+                                      risk=False, report=False)).summary
     df = pd.read_parquet(tmp_path / "results.parquet")
     row = df.iloc[0]
     assert row.failure is None and not row.terminated and row.length == 1000  # 20 s at 50 Hz
     assert row.x_velocity == pytest.approx(speed, abs=0.1)
-    assert summary["engines"]["mujoco"]["terminated_early"] == 0.0
+    assert summary.engines["mujoco"].terminated_early == 0.0
 
 
 @pytest.mark.parametrize("card", [G1, GO1], ids=["g1", "go1"])
 def test_crossval_every_engine(tmp_path, card):
     """Short episodes in every installed CPU engine, with the risk profile and the harness check."""
     short = _variant(tmp_path, card, "short", lambda r: r["task_options"].update(episode_seconds=3))
-    summary = run_crossval(CrossvalConfig(policy=str(short), engines=("mujoco", "pybullet"), episodes=1,
-                                          out=str(tmp_path / "run"), report=False))
-    assert summary["risk"]["harness_check"]["status"] == "ok", summary["risk"]["harness_check"]
-    assert summary["risk"]["verdict"] in ("low", "medium", "high")
+    summary = crossval(CrossvalConfig(policy=str(short), engines=("mujoco", "pybullet"), episodes=1,
+                                      out=str(tmp_path / "run"), report=False)).summary
+    assert summary.risk.harness_check.status == "ok", summary.risk.harness_check
+    assert summary.risk.verdict in ("low", "medium", "high")
     for e in ("mujoco", "pybullet"):
-        assert summary["engines"][e]["failed"] == 0, summary["engines"][e]
+        assert summary.engines[e].failed == 0, summary.engines[e]
 
 
 def _swap_legs(raw):
@@ -107,11 +108,11 @@ def test_classic_card_mistakes_are_harness_mismatches(tmp_path, mistake):
         r["task_options"]["episode_seconds"] = 4
 
     card = _variant(tmp_path, G1, "mistake", short)
-    summary = run_crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
-                                          report=False))
-    risk = summary["risk"]
-    assert risk["verdict"] == "harness mismatch", risk["harness_check"]
-    assert any(hint in h for h in risk["harness_check"]["hints"]), risk["harness_check"]["hints"]
+    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
+                                      report=False)).summary
+    risk = summary.risk
+    assert risk.verdict == "harness mismatch", risk.harness_check
+    assert any(hint in h for h in risk.harness_check.hints), risk.harness_check.hints
 
 
 def test_history_wrapper_is_fine_in_the_right_layout(tmp_path):
@@ -124,6 +125,6 @@ def test_history_wrapper_is_fine_in_the_right_layout(tmp_path):
         r["task_options"]["episode_seconds"] = 4
 
     card = _variant(tmp_path, G1, "right", edit)
-    summary = run_crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
-                                          report=False))
-    assert summary["risk"]["harness_check"]["status"] == "ok", summary["risk"]["harness_check"]
+    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
+                                      report=False)).summary
+    assert summary.risk.harness_check.status == "ok", summary.risk.harness_check

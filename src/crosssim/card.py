@@ -65,7 +65,6 @@ class Card:
     """Seconds between two policy calls; checked against the task and engine timestep."""
     trained_in: str | None = None
     validated_in: tuple[str, ...] = ()
-    claimed_return: float | None = None
     claimed: dict = field(default_factory=dict)
     """Claimed performance: return, x_velocity [m/s], survival (fraction of full episodes)."""
     joints: tuple[str, ...] = ()
@@ -74,10 +73,11 @@ class Card:
     task_options: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict, repr=False)
 
-    @property
-    def reference_engine(self) -> str:
-        """The engine the card trusts most: where it was trained, else where it was validated."""
-        return self.trained_in or (self.validated_in[0] if self.validated_in else "mujoco")
+    def reference_engine(self, engines) -> str:
+        """The engine of ``engines`` (a run's, in order) the others are compared with: the first the
+        card declares (where it was trained, then where it was validated), else the first run."""
+        declared = [e for e in (self.trained_in, *self.validated_in) if e in engines]
+        return declared[0] if declared else engines[0]
 
 
 def find_card(path: str | Path) -> Path:
@@ -219,7 +219,6 @@ def load_card(path: str | Path) -> Card:
     validated = _get(raw, "validated_in", (list, str), where, default=[])
     validated = (validated,) if isinstance(validated, str) else tuple(map(str, validated))
     claimed = _get(raw, "claimed", dict, where, default={})
-    claimed_return = _get(claimed, "return", (int, float), where, prefix="claimed.")
     for key in claimed:
         if key not in ("return", "x_velocity", "survival"):
             raise CardError(f"{where}: field 'claimed.{key}' is not known; use return, x_velocity or survival")
@@ -255,7 +254,6 @@ def load_card(path: str | Path) -> Card:
         normalization=normalization, action=action,
         control_period=None if period is None else float(period),
         trained_in=trained, validated_in=validated,
-        claimed_return=None if claimed_return is None else float(claimed_return),
         claimed={k: float(v) for k, v in claimed.items()}, joints=tuple(joints), observation=observation,
         task_options=dict(task_options), raw=raw,
     )

@@ -37,34 +37,36 @@ def _fmt(x: float, digits: int = 1) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def print_table(summary: dict, file=sys.stdout) -> None:
-    ref = summary["reference_engine"]
+def print_table(summary, file=sys.stdout) -> None:
+    """The per-engine table of a crosssim.results.RunSummary."""
+    ref = summary.reference_engine
     head = f"{'engine':<22}{'return (95% CI)':>30}{'length':>9}{'early end':>11}{'drop vs ' + ref:>18}{'failed':>8}"
     print(head, file=file)
     print("-" * len(head), file=file)
-    for e, s in summary["engines"].items():
-        lo, hi = s["return_ci95"]
-        ret = f"{_fmt(s['mean_return'])} [{_fmt(lo)}, {_fmt(hi)}]"
-        drop = "reference" if e == ref else (_fmt(100 * s["drop_vs_reference"]) + " %")
-        early = _fmt(100 * s["terminated_early"], 0) + " %"
-        print(f"{e:<22}{ret:>30}{_fmt(s['mean_length'], 0):>9}{early:>11}{drop:>18}{s['failed']:>8}", file=file)
-        if s.get("error"):
-            print(f"  ! {s['error']}", file=file)
+    for e, s in summary.engines.items():
+        lo, hi = s.return_ci95
+        ret = f"{_fmt(s.mean_return)} [{_fmt(lo)}, {_fmt(hi)}]"
+        drop = "reference" if e == ref else (_fmt(100 * s.drop_vs_reference) + " %")
+        early = _fmt(100 * s.terminated_early, 0) + " %"
+        print(f"{e:<22}{ret:>30}{_fmt(s.mean_length, 0):>9}{early:>11}{drop:>18}{s.failed:>8}", file=file)
+        if s.error:
+            print(f"  ! {s.error}", file=file)
 
 
-def print_risk(risk: dict, file=sys.stdout) -> None:
-    check = risk["harness_check"]
-    print(f"\nharness check: {check['status']} - {check['message']}", file=file)
+def print_risk(risk, file=sys.stdout) -> None:
+    """A crosssim.results.RiskProfile, one line per component."""
+    check = risk.harness_check
+    print(f"\nharness check: {check.status} - {check.message}", file=file)
     print(f"{'transfer-risk component':<34}{'predicted drop':>16}{'95% CI':>18}", file=file)
-    for name, comp in risk["components"].items():
-        lo, hi = comp["ci95"]
-        print(f"  {name:<32}{_fmt(100 * comp['drop'], 0) + ' %':>16}{'[' + _fmt(100 * lo, 0) + ', ' + _fmt(100 * hi, 0) + '] %':>18}",
+    for name, comp in risk.components.items():
+        lo, hi = comp.ci95
+        print(f"  {name:<32}{_fmt(100 * comp.drop, 0) + ' %':>16}{'[' + _fmt(100 * lo, 0) + ', ' + _fmt(100 * hi, 0) + '] %':>18}",
               file=file)
-    agg = risk["aggregate"]
-    lo, hi = agg["ci95"]
-    print(f"  {'aggregate (all gaps at once)':<32}{_fmt(100 * agg['drop'], 0) + ' %':>16}"
+    agg = risk.aggregate
+    lo, hi = agg.ci95
+    print(f"  {'aggregate (all gaps at once)':<32}{_fmt(100 * agg.drop, 0) + ' %':>16}"
           f"{'[' + _fmt(100 * lo, 0) + ', ' + _fmt(100 * hi, 0) + '] %':>18}", file=file)
-    print(f"verdict: {risk['verdict'].upper()} - {risk['message']}", file=file)
+    print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
 
 
 def _progress(stream=sys.stderr):
@@ -78,8 +80,8 @@ def _progress(stream=sys.stderr):
 
 
 def cmd_crossval(args) -> int:
-    from crosssim.real.cli import print_real
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
 
     config = CrossvalConfig(
         policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
@@ -90,16 +92,19 @@ def cmd_crossval(args) -> int:
     )
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
-    summary = run_crossval(config, progress=None if args.quiet else _progress())
-    print_table(summary)
-    if "risk" in summary:
-        print_risk(summary["risk"])
-    print_real(summary)
-    print(f"\nresults: {summary['out']}/results.parquet  summary: {summary['out']}/summary.json")
-    if summary.get("report"):
-        print(f"report: {summary['report']}")
-    elif summary.get("report_error"):
-        print(f"report not written: {summary['report_error']}", file=sys.stderr)
+    run = crossval(config, progress=None if args.quiet else _progress())
+    print_table(run.summary)
+    if run.summary.risk:
+        print_risk(run.summary.risk)
+    if run.summary.real:
+        from crosssim.real.compare import format_real
+
+        print(format_real(run.summary.real))
+    print(f"\nresults: {run.out}/results.parquet  summary: {run.out}/summary.json")
+    if run.report:
+        print(f"report: {run.report}")
+    elif run.report_error:
+        print(f"report not written: {run.report_error}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -150,33 +155,25 @@ def cmd_report(args) -> int:
 
 def cmd_gate(args) -> int:
     import contextlib
-    import json
     import os
     from pathlib import Path
 
     from crosssim import gate
-    from crosssim.runner import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.results import read_summary
+    from crosssim.runner import CrossvalConfig
     from crosssim.runner.cache import default_root
     from crosssim.text import no_workflow_commands
 
     engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
     base_ref = getattr(args, "base", None) or args.baseline_ref
 
-    def evaluate(policy: str, out: str | None, side: str) -> dict:
+    def evaluate(policy: str, out: str | None, side: str):
         # Never trust code from the evaluated files: the gate runs on pull requests. Each side
         # has its own cache folder, so a baseline never reuses rows computed for the PR.
-        return run_crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
-                                           out=out, trust_policy_code=False,
-                                           cache_dir=str(default_root() / "gate" / side)), progress=None)
-
-    def read_summary(folder: str) -> dict:
-        path = Path(folder) / "summary.json"
-        try:
-            return json.loads(path.read_text())
-        except OSError as exc:
-            raise CrossSimError(f"{path}: cannot read it ({exc.strerror}); pass a crossval output folder") from None
-        except ValueError as exc:
-            raise CrossSimError(f"{path}: not valid JSON ({exc}); rerun crossval for this folder") from None
+        return crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
+                                       out=out, trust_policy_code=False,
+                                       cache_dir=str(default_root() / "gate" / side)), progress=None)
 
     with contextlib.ExitStack() as stack:
         trusted = None
@@ -192,31 +189,32 @@ def cmd_gate(args) -> int:
             print("gate: no --base/--baseline-ref: thresholds and engine profiles are read from the working tree "
                   "(fine for your own checkout; in CI pass the base branch)", file=sys.stderr)
             config = gate.GateConfig.load(Path(args.config) if args.config else None)
+        out = None  # where a baseline evaluated now goes: beside a run made now
         if args.run:
-            summary = read_summary(args.run)
+            summary = read_summary(Path(args.run))
         elif args.policy:
             if trusted:
                 confine(Path(args.policy), trusted.root)
-            summary = evaluate(args.policy, args.out, "pr")
+            run = evaluate(args.policy, args.out, "pr")
+            summary, out = run.summary, run.out
         else:
             raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
         baseline = None
         if args.baseline:
-            baseline = read_summary(args.baseline)
+            baseline = read_summary(Path(args.baseline))
         elif args.baseline_ref:
             from crosssim.gitutil import in_tree
             from crosssim.trust import trusted_base
 
             base = trusted if trusted.ref == args.baseline_ref else stack.enter_context(
                 trusted_base(args.baseline_ref, root=trusted.root))
-            old = in_tree(Path(summary["card"]), base.root, base.tree)
+            old = in_tree(Path(summary.card), base.root, base.tree)
             if not old.is_file():
-                print(f"baseline: {printable(summary['card'])} does not exist at {printable(args.baseline_ref)} "
+                print(f"baseline: {printable(summary.card)} does not exist at {printable(args.baseline_ref)} "
                       "(new policy): no regression check", file=sys.stderr)
             else:
                 confine(old, base.tree)
-                baseline = evaluate(str(old), str(Path(summary["out"]) / "baseline") if summary.get("out") else None,
-                                    "baseline")
+                baseline = evaluate(str(old), str(out / "baseline") if out else None, "baseline").summary
     decision = gate.decide(summary, config, baseline)
     md = gate.markdown(summary, decision)
     print(no_workflow_commands(md))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from crosssim.errors import CrossSimError
+from crosssim.results import RunSummary
 from crosssim.text import markdown_text, printable, xml_text
 
 EXIT_PASS, EXIT_ERROR, EXIT_FAIL, EXIT_WARN = 0, 1, 2, 3
@@ -97,16 +98,16 @@ def _finite(x) -> bool:
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def decide(summary: dict, config: GateConfig, baseline: dict | None = None) -> Decision:
+def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None = None) -> Decision:
     """PASS / WARN / FAIL from one run's summary (and the baseline's, if given). Pure."""
     checks: list[Check] = []
-    ref = summary["reference_engine"]
-    engines = summary["engines"]
-    ref_return = engines[ref]["mean_return"]
-    risk = summary.get("risk")
+    ref = summary.reference_engine
+    engines = summary.engines
+    ref_return = engines[ref].mean_return
+    risk = summary.risk
     for e, s in engines.items():
-        if s.get("error") or (s["failed"] and s["failed"] == s["episodes"]):
-            checks.append(Check("engine ran", WARN if e != ref else FAIL, f"{e}: {s.get('error') or 'every episode failed'}", e))
+        if s.error or (s.failed and s.failed == s.episodes):
+            checks.append(Check("engine ran", WARN if e != ref else FAIL, f"{e}: {s.error or 'every episode failed'}", e))
     if not _finite(ref_return):
         checks.append(Check("reference performance", FAIL, f"no finite return in the reference engine {ref}", ref))
     elif config.min_reference_return is not None and ref_return < config.min_reference_return:
@@ -115,68 +116,69 @@ def decide(summary: dict, config: GateConfig, baseline: dict | None = None) -> D
     else:
         checks.append(Check("reference performance", PASS, f"{ref} mean return {ref_return:.1f}", ref))
     if risk is not None:
-        if risk["verdict"] == "harness mismatch":
-            checks.append(Check("harness check", FAIL, risk["message"]))
-        agg = risk["aggregate"]["drop"]
+        if risk.verdict == "harness mismatch":
+            checks.append(Check("harness check", FAIL, risk.message))
+        agg = risk.aggregate.drop
         if not _finite(agg):
             checks.append(Check("transfer risk", WARN, "aggregate risk could not be computed"))
         elif agg > config.max_risk:
-            checks.append(Check("transfer risk", FAIL, f"aggregate risk {agg:.2f} > {config.max_risk:.2f}: {risk['message']}"))
+            checks.append(Check("transfer risk", FAIL, f"aggregate risk {agg:.2f} > {config.max_risk:.2f}: {risk.message}"))
         elif agg > config.warn_risk:
-            checks.append(Check("transfer risk", WARN, f"aggregate risk {agg:.2f} > {config.warn_risk:.2f}: {risk['message']}"))
+            checks.append(Check("transfer risk", WARN, f"aggregate risk {agg:.2f} > {config.warn_risk:.2f}: {risk.message}"))
         else:
             checks.append(Check("transfer risk", PASS, f"aggregate risk {agg:.2f}"))
     for e, s in engines.items():
         if e == ref:
             continue
-        d = s.get("drop_vs_reference")
+        d = s.drop_vs_reference
         if _finite(d) and d > config.max_engine_drop:
             checks.append(Check("engine agreement", WARN, f"{e} loses {100 * d:.0f}% of the reference return", e))
         elif _finite(d):
             checks.append(Check("engine agreement", PASS, f"{e} drop {100 * d:.0f}%", e))
     if baseline is not None:
-        base_return = baseline["engines"].get(ref, {}).get("mean_return")
+        base = baseline.engines.get(ref)
+        base_return = base.mean_return if base else None
         if _finite(base_return) and _finite(ref_return):
             regression = (base_return - ref_return) / max(abs(base_return), 1e-9)
             status = FAIL if regression > config.max_regression else PASS
             checks.append(Check("regression vs baseline", status,
                                 f"reference return {ref_return:.1f} vs baseline {base_return:.1f} ({-100 * regression:+.1f}%)", ref))
-        base_risk = (baseline.get("risk") or {}).get("aggregate", {}).get("drop")
-        if risk is not None and _finite(base_risk) and _finite(risk["aggregate"]["drop"]):
-            rise = risk["aggregate"]["drop"] - base_risk
+        base_risk = baseline.risk.aggregate.drop if baseline.risk else None
+        if risk is not None and _finite(base_risk) and _finite(risk.aggregate.drop):
+            rise = risk.aggregate.drop - base_risk
             checks.append(Check("risk vs baseline", WARN if rise > config.max_risk_increase else PASS,
-                                f"aggregate risk {risk['aggregate']['drop']:.2f} vs baseline {base_risk:.2f} ({rise:+.2f})"))
+                                f"aggregate risk {risk.aggregate.drop:.2f} vs baseline {base_risk:.2f} ({rise:+.2f})"))
     worst = FAIL if any(c.status == FAIL for c in checks) else WARN if any(c.status == WARN for c in checks) else PASS
     return Decision(worst, tuple(checks))
 
 
-def markdown(summary: dict, decision: Decision) -> str:
+def markdown(summary: RunSummary, decision: Decision) -> str:
     """The step summary. Every field from a card or a run folder is escaped (``markdown_text``):
     it renders as text, never as HTML, a link, an image or a table break."""
     icon = {PASS: "✅", WARN: "⚠️", FAIL: "❌"}
-    lines = [f"## {icon[decision.status]} crosssim gate: {decision.status} — {markdown_text(summary['policy'])}", ""]
-    risk = summary.get("risk")
+    lines = [f"## {icon[decision.status]} crosssim gate: {decision.status} — {markdown_text(summary.policy)}", ""]
+    risk = summary.risk
     if risk:
-        lines += [f"**{markdown_text(str(risk['verdict']).upper())}** — {markdown_text(risk['message'])}", ""]
+        lines += [f"**{markdown_text(str(risk.verdict).upper())}** — {markdown_text(risk.message)}", ""]
     lines += ["| engine | mean return | drop vs reference | failed |", "|---|---|---|---|"]
-    for e, s in summary["engines"].items():
-        drop = "reference" if e == summary["reference_engine"] else f"{100 * s['drop_vs_reference']:.0f}%" if _finite(s["drop_vs_reference"]) else "—"
-        ret = f"{s['mean_return']:.1f}" if _finite(s["mean_return"]) else "—"
-        lines.append(f"| {markdown_text(e)} | {ret} | {drop} | {markdown_text(s['failed'])} |")
+    for e, s in summary.engines.items():
+        drop = "reference" if e == summary.reference_engine else f"{100 * s.drop_vs_reference:.0f}%" if _finite(s.drop_vs_reference) else "—"
+        ret = f"{s.mean_return:.1f}" if _finite(s.mean_return) else "—"
+        lines.append(f"| {markdown_text(e)} | {ret} | {drop} | {markdown_text(s.failed)} |")
     lines += ["", "| check | status | detail |", "|---|---|---|"]
     for c in decision.checks:
         lines.append(f"| {markdown_text(c.name)} | {icon[c.status]} {c.status} | {markdown_text(c.message, 500)} |")
     return "\n".join(lines) + "\n"
 
 
-def junit(summary: dict, decision: Decision) -> str:
+def junit(summary: RunSummary, decision: Decision) -> str:
     """JUnit XML: one test case per policy x engine (engine-level checks), plus run-level checks.
 
     Built with ElementTree from ``xml_text`` strings: well-formed for any card text."""
     import xml.etree.ElementTree as ET
 
-    policy = xml_text(printable(summary["policy"]))
-    cases = [(e, [c for c in decision.checks if c.engine == e]) for e in summary["engines"]]
+    policy = xml_text(printable(summary.policy))
+    cases = [(e, [c for c in decision.checks if c.engine == e]) for e in summary.engines]
     cases.append(("run", [c for c in decision.checks if c.engine is None]))
     failures = sum(1 for _, cs in cases if any(c.status == FAIL for c in cs))
     suite = ET.Element("testsuite", {"name": f"crosssim gate {policy}", "tests": str(len(cases)),

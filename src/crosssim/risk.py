@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from crosssim.perturb import FAMILIES
+from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskProfile
 
 # Verdict thresholds on the aggregate predicted drop (fraction of the reference return lost).
 LOW, HIGH = 0.15, 0.35
@@ -27,6 +28,18 @@ FAMILY_TEXT = {
     "contact": "contact and inertia (friction, mass)",
     "engine_disagreement": "engine disagreement: the other engines' drop with no gap (beside the aggregate, not in it)",
 }
+
+
+def risk_conditions() -> tuple[tuple[str, dict], ...]:
+    """The conditions a risk profile needs, as (name, Perturbation fields): nominal, one per gap
+    family at its nominal intensity, and all gaps at once. The crossval runs exactly these."""
+    from crosssim.perturb import combined
+
+    return (("nominal", {}), *((name, p.to_dict()) for name, p in FAMILIES.items()), ("combined", combined().to_dict()))
+
+
+CONDITIONS = tuple(name for name, _ in risk_conditions())
+"""The condition names, in the order the crossval runs and stores them."""
 
 
 def _matrix(df, engines, conditions, episodes) -> np.ndarray:
@@ -93,10 +106,10 @@ def verdict_for(drop: float) -> str:
     return "low" if drop < LOW else "medium" if drop < HIGH else "high"
 
 
-def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000, hints=None) -> dict:
+def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000, hints=None) -> RiskProfile:
     """Profile from crossval rows (columns engine, condition, episode, return, failure)."""
     engines = list(dict.fromkeys(df.engine))
-    conditions = ["nominal", *FAMILIES, "combined"]
+    conditions = list(CONDITIONS)
     episodes = sorted(set(df.episode))
     R = _matrix(df, engines, conditions, episodes)
     ref = engines.index(reference)
@@ -109,19 +122,19 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
         idx = rng.integers(0, len(episodes), len(episodes))
         for k, v in _components(R[:, :, idx], ref, conditions).items():
             draws[k].append(v)
-    ci = {k: [float(np.nanquantile(v, 0.025)), float(np.nanquantile(v, 0.975))] for k, v in draws.items()}
-    components = {k: {"drop": point[k], "ci95": ci[k], "what": FAMILY_TEXT[k]}
+    ci = {k: (float(np.nanquantile(v, 0.025)), float(np.nanquantile(v, 0.975))) for k, v in draws.items()}
+    components = {k: RiskComponent(drop=point[k], ci95=ci[k], what=FAMILY_TEXT[k])
                   for k in [*FAMILIES, "engine_disagreement"]}
-    driver = max(FAMILIES, key=lambda k: components[k]["drop"] if np.isfinite(components[k]["drop"]) else -1)
+    driver = max(FAMILIES, key=lambda k: components[k].drop if np.isfinite(components[k].drop) else -1)
     nominal = _episode_means(R[:, conditions.index("nominal")])
     weights = engine_weights(nominal, ref)
-    aggregate = {"drop": point["aggregate"], "ci95": ci["aggregate"], "combined_gaps_drop": point["combined"],
-                 "engine_weights": {e: float(w) for e, w in zip(engines, weights)}}
-    if check["status"] == "mismatch":
-        verdict, message = "harness mismatch", check["message"]
+    aggregate = RiskAggregate(drop=point["aggregate"], ci95=ci["aggregate"], combined_gaps_drop=point["combined"],
+                              engine_weights={e: float(w) for e, w in zip(engines, weights)})
+    if check.status == "mismatch":
+        verdict, message = "harness mismatch", check.message
     else:
         verdict = verdict_for(point["aggregate"])
-        worst = components[driver]["drop"]
+        worst = components[driver].drop
         cause = (f"most fragile to {FAMILY_TEXT[driver]}" if np.isfinite(worst) and worst >= LOW
                  else "no single gap stands out")
         message = (f"{verdict} risk: predicted drop {100 * point['aggregate']:.0f}% "
@@ -129,39 +142,38 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
         if point["engine_disagreement"] >= HIGH:  # a flag, not part of the score (docs/risk.md says why)
             message += (f"; engines disagree: the others lose {100 * point['engine_disagreement']:.0f}% with no gap, "
                         "so their sensitivities count less")
-    return {"harness_check": check, "components": components, "aggregate": aggregate,
-            "verdict": verdict, "driver": driver, "message": message, "reference_engine": reference,
-            "thresholds": {"low_below": LOW, "high_from": HIGH, "harness_min_ratio": HARNESS_MIN_RATIO}}
+    return RiskProfile(harness_check=check, components=components, aggregate=aggregate, verdict=verdict,
+                       driver=driver, message=message, reference_engine=reference,
+                       thresholds={"low_below": LOW, "high_from": HIGH, "harness_min_ratio": HARNESS_MIN_RATIO})
 
 
-def harness_check(ref_rows, card, reference: str, hints=None) -> dict:
+def harness_check(ref_rows, card, reference: str, hints=None) -> HarnessCheck:
     """Does the policy reach its card's claims in the reference engine? (rows: nominal, reference)
 
     Claims: ``return``, ``x_velocity`` [m/s] (each must reach HARNESS_MIN_RATIO of the claim) and
     ``survival`` (share of episodes that run to the end; must reach HARNESS_MIN_RATIO of it).
     """
     ok = ref_rows[ref_rows.failure.isna()]
-    hints = hints or []
+    hints = list(hints or [])
     if ok.empty:
-        return {"status": "mismatch", "hints": hints, "message": f"harness mismatch: every episode failed in the "
-                f"reference engine {reference}; check the card ({card.path})"}
+        return HarnessCheck(status="mismatch", hints=hints, message=f"harness mismatch: every episode failed in the "
+                            f"reference engine {reference}; check the card ({card.path})")
     measured = {"return": float(ok["return"].mean()), "x_velocity": float(ok["x_velocity"].mean()),
                 "survival": float(1.0 - ok["terminated"].mean())}
     claims = dict(card.claimed)
-    if card.claimed_return is not None:
-        claims["return"] = card.claimed_return
     if not claims:
-        return {"status": "skipped", "reference_return": measured["return"], "measured": measured,
-                "message": "the card claims no performance (claimed: return, x_velocity or survival): harness check skipped"}
+        return HarnessCheck(status="skipped", reference_return=measured["return"], measured=measured,
+                            message="the card claims no performance (claimed: return, x_velocity or survival): "
+                                    "harness check skipped")
     short = []
     for key, claim in claims.items():
         ratio = measured[key] / claim if claim else float("nan")
         if not ratio >= HARNESS_MIN_RATIO:
             short.append(f"{key} {measured[key]:.3g} is {100 * ratio:.0f}% of the claimed {claim:.3g}")
     if short:
-        return {"status": "mismatch", "measured": measured, "claimed": claims, "hints": hints,
-                "message": (f"harness mismatch: in its reference engine {reference} the policy reaches "
-                            + "; ".join(short) + ". Hints: " + " | ".join(hints))}
-    return {"status": "ok", "measured": measured, "claimed": claims,
-            "message": "reference engine reaches the card's claims (" + ", ".join(
-                f"{k} {measured[k]:.3g} vs {v:.3g}" for k, v in claims.items()) + ")"}
+        return HarnessCheck(status="mismatch", measured=measured, claimed=claims, hints=hints,
+                            message=(f"harness mismatch: in its reference engine {reference} the policy reaches "
+                                     + "; ".join(short) + ". Hints: " + " | ".join(hints)))
+    return HarnessCheck(status="ok", measured=measured, claimed=claims,
+                        message="reference engine reaches the card's claims (" + ", ".join(
+                            f"{k} {measured[k]:.3g} vs {v:.3g}" for k, v in claims.items()) + ")")

@@ -137,10 +137,3 @@ def add_commands(sub) -> None:
 def add_crossval_option(parser) -> None:
     parser.add_argument("--real", default=None, help="folder of real robot logs (docs/real.md): adds a REAL column, "
                         "each engine against the logs, closed-loop and open-loop")
-
-
-def print_real(summary: dict, file=sys.stdout) -> None:
-    if "real" in summary:
-        from crosssim.real.compare import format_real
-
-        print(format_real(summary["real"]), file=file)

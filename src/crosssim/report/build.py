@@ -14,18 +14,19 @@ from crosssim.report.data import load_run
 from crosssim.versions import package_versions
 
 
-def _context(run, *, filmstrips: bool) -> dict:
+def _context(run, *, filmstrips: bool, harness=None) -> dict:
     from crosssim.scene import canonical_model
 
     s = run.summary
-    engines = list(s["engines"])
+    engines = list(s.engines)
     conditions = list(dict.fromkeys(run.rows.condition))
     scene = None
     try:
-        from crosssim.card import load_card
-        from crosssim.runner.rollout import Harness
+        if harness is None:  # `crosssim report DIR` on its own: the card beside the stored numbers
+            from crosssim.card import load_card
+            from crosssim.runner.harness import Harness
 
-        harness = Harness.from_card(load_card(s["card"]))
+            harness = Harness.from_card(load_card(s.card))
         scene = harness.scene
         c = canonical_model(scene)
         qpos_index = c.joint_qposadr[c.actuator_joint]
@@ -40,7 +41,7 @@ def _context(run, *, filmstrips: bool) -> dict:
         for name, idx in zip(joint_names, qpos_index[:3]):
             series.append((name, "rad", lambda tr, i=idx: tr["qpos"][:, i]))
         figures["overlay"] = plots.overlays(run.trajectories, engines, series)
-        div = plots.divergence(run.trajectories, engines, s["reference_engine"], qpos_index)
+        div = plots.divergence(run.trajectories, engines, s.reference_engine, qpos_index)
         if div:
             figures["divergence"] = div
     strips, strip_error = {}, None
@@ -50,7 +51,7 @@ def _context(run, *, filmstrips: bool) -> dict:
         strips, strip_error = render_filmstrips(scene, run.trajectories)
     audit = {e: [r for r in rows] for e, rows in run.audit.items()}
     return dict(
-        s=s, engines=engines, risk=s.get("risk"), figures=figures, strips=strips, strip_error=strip_error,
+        s=s, engines=engines, risk=s.risk, figures=figures, strips=strips, strip_error=strip_error,
         audit=audit, versions=package_versions(), machine=f"{platform.node()} ({platform.machine()}, {platform.system()})",
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         pct=lambda x: "—" if x is None or not np.isfinite(x) else f"{100 * x:.0f} %",
@@ -58,14 +59,15 @@ def _context(run, *, filmstrips: bool) -> dict:
     )
 
 
-def write_report(out: Path, *, filmstrips: bool = True) -> Path:
-    """Render ``out/report.html`` from the stored results; atomic (a failed render keeps the old one)."""
+def write_report(out: Path, *, filmstrips: bool = True, harness=None) -> Path:
+    """Render ``out/report.html`` from the stored results; atomic (a failed render keeps the old one).
+    ``harness``: the run's (crosssim.runner.harness.Harness); None builds it from the stored card path."""
     import jinja2
 
     run = load_run(Path(out))
     env = jinja2.Environment(loader=jinja2.PackageLoader("crosssim.report", "templates"),
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True))
-    page = env.get_template("report.html.j2").render(**_context(run, filmstrips=filmstrips))
+    page = env.get_template("report.html.j2").render(**_context(run, filmstrips=filmstrips, harness=harness))
     path = Path(out) / "report.html"
     write_atomic(path, lambda p: Path(p).write_text(page, encoding="utf-8"))
     return path

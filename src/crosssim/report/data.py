@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import CrossSimError
+from crosssim.results import ROW_COLUMNS, ROWS_FILE, RunSummary, read_summary
 
 
 @dataclass
 class RunData:
     out: Path
-    summary: dict
+    summary: RunSummary
     rows: "object"  # pandas DataFrame
     audit: dict
     trajectories: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
@@ -25,14 +26,14 @@ def load_run(out: Path) -> RunData:
     import pandas as pd
 
     out = Path(out)
-    summary_path = out / "summary.json"
-    if not summary_path.is_file():
-        raise CrossSimError(f"{out}: no summary.json here; run `crosssim crossval --out {out}` first")
+    summary = read_summary(out)  # one clear line for a missing, damaged, old or foreign folder
     try:
-        summary = json.loads(summary_path.read_text())
-        rows = pd.read_parquet(out / "results.parquet")
+        rows = pd.read_parquet(out / ROWS_FILE)
     except (OSError, ValueError) as exc:
         raise CrossSimError(f"{out}: cannot read the stored results ({exc}); rerun crossval") from None
+    missing = [c for c in ROW_COLUMNS if c not in rows.columns]
+    if missing:
+        raise CrossSimError(f"{out / ROWS_FILE}: columns {missing} missing (not a crossval's rows); rerun crossval")
     audit = json.loads((out / "audit.json").read_text()) if (out / "audit.json").is_file() else {}
     trajectories: dict[str, dict[str, np.ndarray]] = {}
     if (out / "trajectories.npz").is_file():

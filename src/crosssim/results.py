@@ -1,0 +1,284 @@
+"""Typed results of a crossval, and the one (de)serializer for them.
+
+A run folder holds ``results.parquet`` (one ``EpisodeRow`` per row) and ``summary.json`` (one
+``RunSummary``: per-engine ``EngineSummary``, the ``RiskProfile``). Everything that reads a run
+folder (gate, CLI, report) reads it through ``read_summary``, which refuses, in one line, a
+folder written with another schema. ``to_dict``/``from_dict`` serve every dataclass here and the
+gate's ``Decision``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crosssim.errors import CrossSimError
+
+SCHEMA_VERSION = 1
+"""Version of summary.json's layout; raise it whenever a field changes meaning, goes, or is added."""
+SUMMARY_FILE = "summary.json"
+ROWS_FILE = "results.parquet"
+
+
+class SchemaError(CrossSimError):
+    """Stored results that do not match these dataclasses (an old or foreign run folder)."""
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One episode of one policy in one engine under one condition: one row of results.parquet."""
+
+    policy: str
+    engine: str
+    condition: str
+    """"nominal", a gap family (crosssim.perturb.FAMILIES) or "combined"."""
+    episode: int
+    seed: int
+    ret: float = field(metadata={"key": "return"})
+    """Episode return (the task's reward summed); NaN for a failed episode."""
+    length: int
+    """Control steps taken."""
+    terminated: bool
+    """Ended early by the task's termination (fell, left the healthy range)."""
+    failure: str | None
+    """Why the episode produced no result (engine error, lost worker); None when it ran."""
+    x_velocity: float
+    """Mean forward base velocity [m/s]; NaN when not measured."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """The task's extra metrics, stored as ``metric_<name>`` columns."""
+
+    def to_record(self) -> dict:
+        """The parquet row: ROW_COLUMNS, then one ``metric_<name>`` column per metric."""
+        return {"policy": self.policy, "engine": self.engine, "condition": self.condition,
+                "episode": int(self.episode), "seed": int(self.seed), "return": float(self.ret),
+                "length": int(self.length), "terminated": bool(self.terminated), "failure": self.failure,
+                "x_velocity": float(self.x_velocity), **{f"metric_{k}": float(v) for k, v in self.metrics.items()}}
+
+    @classmethod
+    def from_worker(cls, policy: str, engine: str, payload: dict) -> "EpisodeRow":
+        """From an engine worker's ``row`` message (crosssim.runner.rollout.EpisodeResult fields + condition)."""
+        return cls(policy=policy, engine=engine, condition=payload["condition"], episode=int(payload["episode"]),
+                   seed=int(payload["seed"]), ret=float(payload["ret"]), length=int(payload["length"]),
+                   terminated=bool(payload["terminated"]), failure=payload.get("failure"),
+                   x_velocity=float(payload.get("x_velocity", float("nan"))),
+                   metrics=dict(payload.get("metrics") or {}))
+
+    @classmethod
+    def failed(cls, policy: str, engine: str, condition: str, episode: int, seed: int, reason: str) -> "EpisodeRow":
+        """The row of an episode that never ran (its engine failed to start, crashed or hung)."""
+        return cls(policy=policy, engine=engine, condition=condition, episode=int(episode), seed=int(seed),
+                   ret=float("nan"), length=0, terminated=False, failure=reason, x_velocity=float("nan"))
+
+
+ROW_COLUMNS = ["policy", "engine", "condition", "episode", "seed", "return", "length", "terminated", "failure",
+               "x_velocity"]
+"""results.parquet's fixed columns, in order (``metric_*`` columns follow, sorted)."""
+
+
+def rows_frame(rows: list[EpisodeRow]):
+    """The rows as a pandas DataFrame with results.parquet's columns."""
+    import pandas as pd
+
+    records = [r.to_record() for r in rows]
+    extra = sorted({k for r in records for k in r} - set(ROW_COLUMNS))
+    return pd.DataFrame.from_records(records, columns=ROW_COLUMNS + extra)
+
+
+@dataclass(frozen=True)
+class EngineSummary:
+    """One engine's nominal episodes, summarized."""
+
+    episodes: int
+    failed: int
+    """Episodes with a failure (no result)."""
+    mean_return: float
+    return_ci95: tuple[float, float]
+    """Bootstrap 95% interval of the mean return."""
+    mean_length: float
+    terminated_early: float
+    """Share of the episodes that ended early."""
+    mean_x_velocity: float
+    """[m/s]"""
+    audit_mismatches: int
+    """Model parameters the engine reads back differently from the canonical model."""
+    error: str | None
+    """Why the engine failed, if it did."""
+    drop_vs_reference: float
+    """Share of the reference engine's mean return lost here (negative: a gain)."""
+
+
+@dataclass(frozen=True)
+class HarnessCheck:
+    """Does the policy reach its card's claims in the reference engine? (docs/risk.md)"""
+
+    status: str
+    """"ok", "mismatch" or "skipped" (the card claims nothing)."""
+    message: str
+    measured: dict[str, float] | None = None
+    claimed: dict[str, float] | None = None
+    hints: list[str] | None = None
+    """Likely card mistakes (crosssim.diagnose), on a mismatch."""
+    reference_return: float | None = None
+
+
+@dataclass(frozen=True)
+class RiskComponent:
+    drop: float
+    """Predicted share of the return lost to this gap."""
+    ci95: tuple[float, float]
+    what: str
+
+
+@dataclass(frozen=True)
+class RiskAggregate:
+    drop: float
+    """Predicted share of the return lost to every gap at once: the score."""
+    ci95: tuple[float, float]
+    combined_gaps_drop: float
+    engine_weights: dict[str, float]
+    """How much each engine's sensitivity counts (crosssim.risk.engine_weights)."""
+
+
+@dataclass(frozen=True)
+class RiskProfile:
+    """The transfer-risk profile (crosssim.risk): per-gap drops, aggregate, verdict."""
+
+    harness_check: HarnessCheck
+    components: dict[str, RiskComponent]
+    aggregate: RiskAggregate
+    verdict: str
+    """"low", "medium", "high", "unknown" or "harness mismatch"."""
+    driver: str
+    """The gap family with the largest predicted drop."""
+    message: str
+    reference_engine: str
+    thresholds: dict[str, float]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """summary.json: what a crossval measured, and where it came from."""
+
+    crosssim_version: str
+    policy: str
+    card: str
+    policy_file: str
+    policy_sha256: str | None
+    task: str
+    reference_engine: str
+    seed: int
+    episodes: int
+    """Episodes per engine and condition."""
+    engines: dict[str, EngineSummary]
+    command: str
+    created: str
+    schema_version: int = SCHEMA_VERSION
+    workers: dict[str, dict] = field(default_factory=dict)
+    """Resources each engine worker reported (max_rss_mb)."""
+    risk: RiskProfile | None = None
+    real: dict | None = None
+    """The REAL section (crosssim.real.compare.real_section) when real logs were given."""
+
+
+def to_dict(obj) -> typing.Any:
+    """A dataclass (nested ones included) as JSON-ready dicts, lists and numbers."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.metadata.get("key", f.name): to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy scalars
+        return obj.item()
+    return obj
+
+
+def from_dict(cls, data, where: str = ""):
+    """The inverse of ``to_dict`` for ``cls``; SchemaError names the first field that does not fit."""
+    return _read(cls, data, where or cls.__name__)
+
+
+def _read(tp, value, where: str):
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise SchemaError(f"{where}: expected an object, found {type(value).__name__}")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            key = f.metadata.get("key", f.name)
+            if key in value:
+                kwargs[f.name] = _read(hints[f.name], value[key], f"{where}.{key}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SchemaError(f"{where}: missing field {key!r}")
+        return tp(**kwargs)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _read(inner, value, where)
+    if origin is dict:
+        key_tp, val_tp = typing.get_args(tp) or (str, typing.Any)
+        if not isinstance(value, dict):
+            raise SchemaError(f"{where}: expected an object, found {type(value).__name__}")
+        return {k: _read(val_tp, v, f"{where}.{k}") for k, v in value.items()}
+    if origin in (list, tuple):
+        args = typing.get_args(tp)
+        if not isinstance(value, (list, tuple)):
+            raise SchemaError(f"{where}: expected a list, found {type(value).__name__}")
+        if origin is list:
+            return [_read(args[0] if args else typing.Any, v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_read(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+        if args and len(args) != len(value):
+            raise SchemaError(f"{where}: expected {len(args)} items, found {len(value)}")
+        return tuple(_read(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value))) if args else tuple(value)
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise SchemaError(f"{where}: expected a number, found {value!r}")
+    if tp in (int, str, bool):
+        if isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
+            return value
+        raise SchemaError(f"{where}: expected {tp.__name__}, found {value!r}")
+    return value  # typing.Any, bare dict / list
+
+
+def write_summary(out: Path, summary: RunSummary) -> Path:
+    """``out/summary.json`` from ``summary``, atomically."""
+    from crosssim.files import write_atomic
+
+    path = Path(out) / SUMMARY_FILE
+    text = json.dumps(to_dict(summary), indent=1)
+    write_atomic(path, lambda p: Path(p).write_text(text))
+    return path
+
+
+def read_summary(folder: Path) -> RunSummary:
+    """The RunSummary of a run folder; one CrossSimError line for a missing, damaged, old or foreign one."""
+    folder = Path(folder)
+    path = folder / SUMMARY_FILE
+    if not path.is_file():
+        raise CrossSimError(f"{folder}: no {SUMMARY_FILE} here; pass a crossval output folder "
+                            f"or run `crosssim crossval --out {folder}` first")
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise CrossSimError(f"{path}: cannot read it ({exc.strerror}); pass a crossval output folder") from None
+    except ValueError as exc:
+        raise CrossSimError(f"{path}: not valid JSON ({exc}); rerun crossval for this folder") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        writer = data.get("crosssim_version", "unknown") if isinstance(data, dict) else "unknown"
+        raise SchemaError(f"run folder {folder} was written by crosssim {writer} schema {version or 'none'}; "
+                          f"this crosssim reads schema {SCHEMA_VERSION}; rerun crossval")
+    try:
+        return from_dict(RunSummary, data, SUMMARY_FILE)
+    except SchemaError as exc:
+        raise SchemaError(f"run folder {folder}: {exc}; rerun crossval") from None
+

@@ -1,0 +1,76 @@
+"""The crossval's last step: stored rows -> RunSummary (per-engine summaries, risk profile)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+import numpy as np
+
+from crosssim.results import EngineSummary, RunSummary
+from crosssim.stats import bootstrap_ci, relative_drop
+
+
+def engine_summary(d, *, seed: int, audit: list[dict], error: str | None, reference_return: float | None) -> EngineSummary:
+    """One engine's nominal rows (a DataFrame of results.parquet's columns), summarized.
+    ``reference_return`` None: this is the reference engine (its own mean is the reference)."""
+    ok = d[d.failure.isna()]
+    returns = ok["return"].to_numpy()
+    lo, hi = bootstrap_ci(returns, seed=seed)
+    mean = float(np.mean(returns)) if len(returns) else float("nan")
+    return EngineSummary(
+        episodes=int(len(d)),
+        failed=int(d.failure.notna().sum()),
+        mean_return=mean,
+        return_ci95=(lo, hi),
+        mean_length=float(ok.length.mean()) if len(ok) else float("nan"),
+        terminated_early=float(ok.terminated.mean()) if len(ok) else float("nan"),
+        mean_x_velocity=float(np.nanmean(ok.x_velocity)) if len(ok) and ok.x_velocity.notna().any() else float("nan"),
+        audit_mismatches=sum(1 for r in audit if r["status"] != "ok"),
+        error=error,
+        drop_vs_reference=relative_drop(mean if reference_return is None else reference_return, mean),
+    )
+
+
+def summarize(plan, df, got) -> RunSummary:
+    """The RunSummary of a run: ``plan`` (crosssim.runner.crossval.CrossvalPlan), its rows as a
+    DataFrame, and what the engines sent back (crossval.Collected)."""
+    from crosssim import __version__
+    from crosssim.runner.cache import path_digest
+
+    config, card = plan.config, plan.card
+    nominal = df[df.condition == "nominal"]
+    reference = card.reference_engine(config.engines)
+
+    def one(e: str, ref_return):
+        return engine_summary(nominal[nominal.engine == e], seed=config.seed, audit=got.audits.get(e, []),
+                              error=got.errors.get(e), reference_return=ref_return)
+
+    ref = one(reference, None)
+    engines = {e: ref if e == reference else one(e, ref.mean_return) for e in config.engines}
+    risk = None
+    if config.risk:
+        from crosssim.diagnose import card_hints
+        from crosssim.risk import risk_profile
+
+        try:
+            hints = card_hints(plan.harness)
+        except Exception as exc:  # hints are advice; never let them cost the run
+            hints = [f"(no hints: {type(exc).__name__}: {exc})"]
+        risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints)
+    return RunSummary(
+        crosssim_version=__version__,
+        policy=card.name,
+        card=str(card.path),
+        policy_file=str(card.policy_file),
+        policy_sha256=path_digest(card.policy_file) if card.policy_file.exists() else None,
+        task=card.task,
+        reference_engine=reference,
+        seed=config.seed,
+        episodes=config.episodes,
+        engines=engines,
+        command=" ".join(sys.argv),
+        created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        workers=got.resources,
+        risk=risk,
+    )
