@@ -84,3 +84,16 @@ def test_gate_and_report_on_a_run_folder_from_before_the_schema(tmp_path):
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.strip() == (f"crosssim: error: run folder {tmp_path} was written by crosssim 0.1.0 schema "
                                        f"none; this crosssim reads schema {SCHEMA_VERSION}; rerun crossval")
+
+
+@pytest.mark.parametrize("trained,validated,engines,expected", [
+    ("pybullet", ("mujoco",), ("mujoco", "pybullet"), "pybullet"),  # where it was trained, when run
+    ("isaac", ("pybullet", "mujoco"), ("mujoco", "pybullet"), "pybullet"),  # else the first validated engine run
+    (None, ("isaac",), ("pybullet", "mujoco"), "pybullet"),  # else the first engine run (never an engine not run)
+])
+def test_one_reference_engine_rule(tmp_path, trained, validated, engines, expected):
+    from crosssim.card import Card
+
+    card = Card(path=tmp_path / "card.yaml", name="p", task="Hopper", policy_file=tmp_path / "p.pt",
+                policy_format="torchscript", trained_in=trained, validated_in=validated)
+    assert card.reference_engine(engines) == expected
