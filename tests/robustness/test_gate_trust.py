@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from crosssim.gate import GateConfig, decide, junit, markdown
+from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskProfile, RunSummary, write_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "policy-gate.yml"
@@ -192,15 +193,15 @@ def test_cache_lives_outside_the_checkout(tmp_path, monkeypatch):
 def test_rows_planted_in_the_checkout_are_not_read(tmp_path, good_policy, monkeypatch):
     """Rows at exactly the keys this run computes, where the old default cache was: ignored."""
     from crosssim.card import load_card
-    from crosssim.runner.crossval import CrossvalConfig, _cache
+    from crosssim.runner.crossval import CrossvalConfig, plan_crossval
 
     repo = tmp_path / "repo"
     _policy(repo / "policies" / "p", good_policy)
     monkeypatch.chdir(repo)
     card = load_card(repo / "policies" / "p" / "card.yaml")
     planted = repo / ".cache" / "crosssim" / "rows"
-    cache = _cache(card, CrossvalConfig(policy=str(card.path), engines=("mujoco",), episodes=1, max_steps=5,
-                                        risk=False, cache_dir=str(planted)))
+    cache = plan_crossval(CrossvalConfig(policy=str(card.path), engines=("mujoco",), episodes=1, max_steps=5,
+                                         risk=False, cache_dir=str(planted), out=str(tmp_path / "plan"))).cache
     cache.put(cache.key("mujoco", "nominal", {}, 0), {"engine": "mujoco", "episode": 0, "seed": 0, "ret": 5000.0,
                                                       "length": 5, "terminated": False, "failure": None,
                                                       "x_velocity": 0.0, "metrics": {}, "condition": "nominal"})
@@ -351,11 +352,19 @@ HOSTILE = ('x`y` <img src=https://e.example/a.png> [l](https://e.example) ![i](h
            'www.e.example | *b* \n::notice::owned\n::stop-commands::tok \ud800 \ufffe \x00 ]]> <script>')
 
 
-def _summary(name=HOSTILE):
-    return {"policy": name, "card": "c.yaml", "reference_engine": "mujoco", "out": None,
-            "engines": {"mujoco": {"mean_return": 10.0, "failed": 0, "episodes": 1, "drop_vs_reference": 0.0},
-                        "pybullet": {"mean_return": 1.0, "failed": 0, "episodes": 1, "drop_vs_reference": 0.9}},
-            "risk": {"verdict": name, "message": name, "aggregate": {"drop": 0.9}}}
+def _summary(name=HOSTILE) -> RunSummary:
+    def engine(mean_return, drop):
+        return EngineSummary(episodes=1, failed=0, mean_return=mean_return, return_ci95=(mean_return, mean_return),
+                             mean_length=5.0, terminated_early=0.0, mean_x_velocity=0.0, audit_mismatches=0,
+                             error=None, drop_vs_reference=drop)
+
+    risk = RiskProfile(harness_check=HarnessCheck(status="ok", message=name), components={},
+                       aggregate=RiskAggregate(drop=0.9, ci95=(0.9, 0.9), combined_gaps_drop=0.9, engine_weights={}),
+                       verdict=name, driver="actuation", message=name, reference_engine="mujoco", thresholds={})
+    return RunSummary(crosssim_version="test", policy=name, card="c.yaml", policy_file="p.pt", policy_sha256=None,
+                      task="Hopper", reference_engine="mujoco", seed=0, episodes=1,
+                      engines={"mujoco": engine(10.0, 0.0), "pybullet": engine(1.0, 0.9)}, command="", created="",
+                      risk=risk)
 
 
 def test_markdown_renders_no_html_links_or_images():
@@ -380,7 +389,7 @@ def test_junit_is_valid_xml_for_any_name():
 def test_gate_stdout_has_no_workflow_commands(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    (run / "summary.json").write_text(json.dumps(_summary()))  # JSON keeps the lone surrogate as \ud800
+    write_summary(run, _summary())  # JSON keeps the lone surrogate as \ud800
     before = _snapshot(tmp_path)
     proc = cli("gate", "--run", run, "--junit", tmp_path / "out.xml", "--summary", tmp_path / "out.md", cwd=tmp_path,
                env=_env(tmp_path))
