@@ -40,11 +40,12 @@ def bench_step_path(steps: int = 4000) -> dict:
     from crosssim.engines import EngineProfile, get_engine
     from crosssim.frame import InitialState
     from crosssim.runner.harness import Harness
+    from crosssim.variant import compile_model
 
     h = Harness.for_task("Hopper")
     c = h.canonical
     engine = get_engine("mujoco")
-    model = engine.load(h.scene, EngineProfile("mujoco", "mujoco"))
+    model = engine.load(compile_model(h.scene), EngineProfile("mujoco", "mujoco"))
     m = mujoco.MjModel.from_xml_path(str(h.scene))
     d = mujoco.MjData(m)
     tau = np.zeros(c.joint_count)

@@ -17,6 +17,7 @@ import numpy as np
 
 from crosssim.engines.base import EngineProfile
 from crosssim.engines.mujoco import EngineMuJoCo
+from crosssim.variant import compile_model
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ REALITIES = (ACTUATION, TIMING, CONTACT, ALL)
 
 def _build(harness, r: Reality):
     engine = EngineMuJoCo()
-    model = engine.load(harness.scene, EngineProfile("reality", "mujoco"))
+    model = engine.load(compile_model(harness.scene), EngineProfile("reality", "mujoco"))
     m = model.mj
     if r.solref_timeconst is not None:
         m.geom_solref[:, 0] = r.solref_timeconst

@@ -8,7 +8,8 @@ import pytest
 from crosssim.card import load_card
 from crosssim.policies import load_policy
 from crosssim.runner.batched import can_batch, run_episodes_lockstep
-from crosssim.runner.rollout import Harness, open_engine, run_episode
+from crosssim.runner.rollout import Harness, run_episode
+from crosssim.runner.simulator import open_engine
 from crosssim.runner.workers import EngineJob, execute_job
 from crosssim.profiles import load_profile
 
@@ -63,9 +64,9 @@ class _Rows:
 @pytest.mark.parametrize("mode", ["nan", "raise"])
 def test_a_misbehaving_row_fails_its_episode_only(mode):
     harness = Harness.for_task("Hopper")
-    engine, model = open_engine(load_profile("mujoco"), harness)
+    sim = open_engine(load_profile("mujoco"), harness.scene)
     results = []
-    run_episodes_lockstep(engine, model, harness, _Rows(mode), [(0, 0, 0), (1, 1, 1), (2, 2, 2)], batch_size=3,
+    run_episodes_lockstep(sim, harness, _Rows(mode), [(0, 0, 0), (1, 1, 1), (2, 2, 2)], batch_size=3,
                           max_steps=20, on_result=results.append)
     failed = {r.episode: r.failure for r in results}
     assert len(results) == 3
@@ -80,11 +81,11 @@ def test_engines_and_policies_that_cannot_batch_run_one_at_a_time(good_policy):
     card = load_card(Path(good_policy) / "card.yaml")
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
-    mujoco, _ = open_engine(load_profile("mujoco"), harness)
-    pybullet, model = open_engine(load_profile("pybullet"), harness)
-    assert can_batch(mujoco, policy) and not can_batch(pybullet, policy)
+    mujoco = open_engine(load_profile("mujoco"), harness.scene)
+    pybullet = open_engine(load_profile("pybullet"), harness.scene)
+    assert can_batch(mujoco.engine, policy) and not can_batch(pybullet.engine, policy)
     base = dict(card_path=str(card.path), profile="pybullet", episodes=EPISODES[:2], max_steps=60)
     assert _rows(EngineJob(**base, batch=True)) == _rows(EngineJob(**base))  # fell back, bit-identical
-    direct = run_episode(pybullet, model, harness, policy, episode=0, seed=10, max_steps=60)
+    direct = run_episode(pybullet, harness, policy, episode=0, seed=10, max_steps=60)
     assert direct.ret == _rows(EngineJob(**base))[("nominal", 0)]["ret"]
-    pybullet.close(model)
+    pybullet.close(), mujoco.close()

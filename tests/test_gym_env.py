@@ -83,7 +83,7 @@ def test_randomised_models_are_reused_and_give_the_same_rollouts():
         return np.array(obs)
 
     rollout(env, 3), rollout(env, 3)
-    first_light_model = env._models[repr(sorted(light.model_settings().items()))][1]
+    first_light_model = env._models[light.variant().model].model
     np.testing.assert_array_equal(rollout(env, 3), rollout(fresh, 3))  # back on the cached light model
     assert env.model is first_light_model and len(env._models) == 3  # nominal, light, heavy
     env.close(), fresh.close()
@@ -102,7 +102,7 @@ def test_engine_state_reused_between_episodes_gives_fresh_state_results():
         return np.array(out)
 
     rollout(env, 5)
-    state = env.stepper.state
+    state = env.episode.stepper.state
     np.testing.assert_array_equal(rollout(env, 3), rollout(fresh, 3))
-    assert env.stepper.state is state  # reused, not reallocated
+    assert env.episode.stepper.state is state  # reused, not reallocated
     env.close(), fresh.close()

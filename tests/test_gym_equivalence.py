@@ -37,7 +37,7 @@ def test_equivalence_check_can_fail():
 
     ref = gym.make("Hopper-v5")
     ours = make_env("Hopper", engine="mujoco")
-    ours.task = type("BadHopper", (Hopper,), {"ctrl_cost_weight": 2e-3})()
+    ours.harness.task = type("BadHopper", (Hopper,), {"ctrl_cost_weight": 2e-3})()
     ref.reset(seed=0)
     ours.reset(seed=0)
     a = np.full(3, 0.5, dtype=np.float32)

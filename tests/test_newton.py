@@ -25,9 +25,10 @@ from crosssim.engines import EngineProfile, get_engine  # noqa: E402
 from crosssim.engines.base import check_finite  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, quat_rotate  # noqa: E402
-from crosssim.profiles import load_profile  # noqa: E402
+from crosssim.profiles import load_profile, split_settings  # noqa: E402
 from crosssim.scene import canonical_model, resolve_scene  # noqa: E402
 from crosssim.tasks import registered_tasks  # noqa: E402
+from crosssim.variant import compile_model  # noqa: E402
 
 PROFILES = ("newton-mujoco-warp", "newton-featherstone", "newton-xpbd")
 ROBOTS = ("gymnasium:hopper.xml", "gymnasium:ant.xml", "gymnasium:half_cheetah.xml", "gymnasium:walker2d_v5.xml")
@@ -37,7 +38,7 @@ ROBOTS = ("gymnasium:hopper.xml", "gymnasium:ant.xml", "gymnasium:half_cheetah.x
 def _load(profile: str, robot: str):
     p = load_profile(profile)
     engine = get_engine(p.engine)
-    return engine, engine.load(resolve_scene(robot), p)
+    return engine, engine.load(compile_model(resolve_scene(robot), p.variant.model), p)
 
 
 def test_profiles_pick_the_newton_adapter():
@@ -106,7 +107,7 @@ def test_solver_mujoco_matches_mujoco_with_contacts(solver):
     step for step (torques as joint_f, MJCF motors off, ref, armature, damping, RK4)."""
     scene = resolve_scene(ROBOTS[0])
     engine = get_engine("newton")
-    model = engine.load(scene, EngineProfile(f"newton-{solver}", "newton", {"solver": solver}))
+    model = engine.load(compile_model(scene), EngineProfile(f"newton-{solver}", "newton", {"solver": solver}))
     report = check_engines_match(scene, "mujoco", "newton", steps=200, torque_scale=0.3, initial=_standing(scene),
                                  tolerances=Tolerances(qpos=1e-3, qvel=1e-2),
                                  models=((get_engine("mujoco"), None), (engine, model)))
@@ -152,7 +153,7 @@ def test_captured_graph_is_bit_identical():
     torques = np.random.default_rng(3).uniform(-60, 60, (30, c.joint_count))
     runs = []
     for capture in (True, False):
-        model = engine.load(scene, EngineProfile("f", "newton", {"solver": "featherstone", "substeps": 2,
+        model = engine.load(compile_model(scene), EngineProfile("f", "newton", {"solver": "featherstone", "substeps": 2,
                                                                  "capture": capture}))
         state = engine.reset(model, _standing(scene))
         for tau in torques:
@@ -194,7 +195,8 @@ def test_profile_and_perturbation_scales_reach_the_newton_model():
     c = canonical_model(scene)
     engine = get_engine("newton")
     settings = {"solver": "xpbd", "mass_scale": 1.1, "damping_scale": 2.0, "armature_scale": 0.5, "dt_divisor": 2}
-    model = engine.load(scene, EngineProfile("scaled", "newton", settings))
+    profile = split_settings(EngineProfile("scaled", "newton"), settings)
+    model = engine.load(compile_model(scene, profile.variant.model), profile)
     np.testing.assert_allclose(model.nm.body_mass.numpy()[model.body_index], 1.1 * c.body_mass, rtol=1e-6)
     np.testing.assert_allclose(model.nm.joint_damping.numpy()[model.qd_index], 2.0 * c.joint_damping, rtol=1e-6)
     np.testing.assert_allclose(model.passive[2].numpy(), 2.0 * c.joint_damping, rtol=1e-6)  # XPBD's explicit damping
@@ -227,7 +229,7 @@ def test_diverging_solver_reports_nan_frames():
     scene = resolve_scene(task.scene)
     c = canonical_model(scene)
     engine = get_engine("newton")
-    model = engine.load(scene, EngineProfile("newton-featherstone-1", "newton", {"solver": "featherstone"}))
+    model = engine.load(compile_model(scene), EngineProfile("newton-featherstone-1", "newton", {"solver": "featherstone"}))
     act, rng = Actuation.motors(c), np.random.default_rng(0)
     state = engine.reset(model, task.initial_state(c, rng))
     for _ in range(40):

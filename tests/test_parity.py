@@ -9,6 +9,7 @@ from conftest import PENDULUM, random_states  # noqa: E402
 from crosssim.checks import Tolerances, check_audit, check_engines_match  # noqa: E402
 from crosssim.engines import EngineProfile, get_engine  # noqa: E402
 from crosssim.scene import resolve_scene  # noqa: E402
+from crosssim.variant import compile_model  # noqa: E402
 
 # Measured: 0.0026 rad / 0.029 rad/s worst over 0.5 s (MuJoCo integrates damping implicitly,
 # Bullet explicitly). A 10% mass error on one link gives 0.016 rad / 0.13 rad/s.
@@ -17,7 +18,7 @@ TOL = Tolerances(qpos=0.005, qvel=0.05)
 
 def _broken_pybullet(scene, body="link2", factor=1.1):
     engine = get_engine("pybullet")
-    model = engine.load(scene, EngineProfile("pybullet", "pybullet"))
+    model = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet"))
     k = model.canonical.body_names.index(body)
     link = int(model.body_link[k])
     pb = dict(physicsClientId=model.client)
@@ -54,7 +55,7 @@ def test_audit_matches_where_representable(robot):
     scene = resolve_scene(robot)
     for name in ("mujoco", "pybullet"):
         engine = get_engine(name)
-        model = engine.load(scene, EngineProfile(name, name))
+        model = engine.load(compile_model(scene), EngineProfile(name, name))
         rows = engine.audit(model)
         # Integrator: Bullet has only Euler. Inertia: floating bases fold armature into it (noted).
         mismatches = [r for r in rows if r.status == "MISMATCH" and r.quantity != "integrator"
@@ -72,10 +73,10 @@ def test_audit_flags_a_wrong_mass():
 def test_audit_says_what_pybullet_cannot_represent():
     engine = get_engine("pybullet")
     scene = resolve_scene("gymnasium:ant.xml")
-    ignored = engine.load(scene, EngineProfile("pybullet", "pybullet", {"armature": "ignore"}))
+    ignored = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet", {"armature": "ignore"}))
     rows = [r for r in engine.audit(ignored) if r.quantity == "joint_armature"]
     assert rows and all(r.status == "unsupported" and "no armature" in r.note for r in rows)
-    folded = engine.load(scene, EngineProfile("pybullet", "pybullet"))  # floating base: armature as inertia
+    folded = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet"))  # floating base: armature as inertia
     rows = engine.audit(folded)
     assert all(r.status == "ok" for r in rows if r.quantity == "joint_armature")
     assert any(r.status == "MISMATCH" and "armature" in r.note for r in rows if r.quantity == "body_inertia")
@@ -92,7 +93,7 @@ def test_pybullet_kinematics_match_mujoco_exactly():
     for robot in ("gymnasium:hopper.xml", "gymnasium:ant.xml", "gymnasium:half_cheetah.xml"):
         scene = resolve_scene(robot)
         engine = get_engine("pybullet")
-        model = engine.load(scene, EngineProfile("pybullet", "pybullet"))
+        model = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet"))
         for m, d, qpos, qvel in random_states(scene, model.canonical.free_base, rng):
             engine.reset(model, InitialState(qpos, qvel))
             frame = engine.frame(model, model)

@@ -19,8 +19,8 @@ from crosssim.engines.mujoco import EngineMuJoCo
 class EngineHeavy(EngineMuJoCo):
     name = "heavy"
 
-    def load(self, scene, profile):
-        model = super().load(scene, profile)
+    def load(self, compiled, profile):
+        model = super().load(compiled, profile)
         model.mj.opt.gravity[:] = 2 * model.mj.opt.gravity
         return model
 '''
@@ -222,3 +222,41 @@ def test_worker_under_another_interpreter(tmp_path):
     assert broken.failure.str.contains("cannot start worker interpreter /nonexistent/python3").all()
     audit = json.loads((out / "audit.json").read_text())
     assert audit["mujoco-elsewhere"]
+
+
+PERTURBATION = '''
+"""A third-party model perturbation: scale gravity, registered through an entry point."""
+from crosssim.variant import PerturbationAxis
+
+
+def scale_gravity(m, value):
+    m.opt.gravity[:] = m.opt.gravity * value
+
+
+gravity_scale = PerturbationAxis(scale_gravity, compose="scale", doc="scale on gravity")
+'''
+
+
+def test_perturbation_plugin_from_outside_the_package(tmp_path):
+    site = tmp_path / "site"
+    (site / "gravity_perturbation-0.1.dist-info").mkdir(parents=True)
+    (site / "gravity_perturbation.py").write_text(PERTURBATION)
+    (site / "gravity_perturbation-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: gravity-perturbation\nVersion: 0.1\n")
+    (site / "gravity_perturbation-0.1.dist-info" / "entry_points.txt").write_text(
+        "[crosssim.perturbations]\ngravity_scale = gravity_perturbation:gravity_scale\n")
+    sims = tmp_path / "simulators"
+    sims.mkdir()
+    (sims / "mujoco-heavy.yaml").write_text("engine: mujoco\nsettings: {gravity_scale: 2.0}\n")
+    args = ["crossval", "--policy", _card(tmp_path), "--engines", "mujoco,mujoco-heavy", "--episodes", "2",
+            "--max-steps", "100", "--no-risk", "--no-report", "--no-cache"]
+    out = tmp_path / "run"
+    proc = _run([*args, "--out", out], {"PYTHONPATH": str(site), "CROSSSIM_SIMULATORS": str(sims)})
+    assert proc.returncode == 0, proc.stderr
+    df = pd.read_parquet(out / "results.parquet")
+    assert df.failure.isna().all()
+    heavy, plain = df[df.engine == "mujoco-heavy"], df[df.engine == "mujoco"]
+    assert not (heavy["return"].to_numpy() == plain["return"].to_numpy()).all()  # twice the gravity
+    # Without the plugin installed the same profile is refused, naming the file and the setting.
+    proc = _run([*args, "--out", tmp_path / "run2"], {"CROSSSIM_SIMULATORS": str(sims)})
+    assert "mujoco-heavy.yaml: unknown setting(s) gravity_scale" in proc.stdout + proc.stderr

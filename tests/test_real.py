@@ -18,12 +18,13 @@ import yaml
 from conftest import CARDS, ROOT, requires_fixtures
 from crosssim.card import load_card
 from crosssim.engines.base import EngineProfile
-from crosssim.perturb import Perturbation, merge_model_settings, with_profile
+from crosssim.perturb import Perturbation
+from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate
 from crosssim.real.logs import LogError, check_against, read_logs, validate, write_log
 from crosssim.real.simulate import SensorNoise, simulate_logs
 from crosssim.runner.harness import Harness
-from crosssim.runner.rollout import open_engine
+from crosssim.runner.simulator import open_engine
 
 ARM = CARDS / "real" / "arm3-excite.yaml"
 HIDDEN = {"damping_scale": 1.6, "armature_scale": 0.7, "frictionloss_scale": 1.5, "motor_strength": 0.85,
@@ -37,6 +38,10 @@ ERROR_CUT = 10.0
 """Calibration must cut the replay error at least this much (measured: 56x)."""
 
 
+def _profile(name: str, engine: str, settings: dict) -> EngineProfile:
+    return split_settings(EngineProfile(name, engine), settings)
+
+
 def _env():
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
 
@@ -44,7 +49,7 @@ def _env():
 @pytest.fixture(scope="module")
 def arm_logs(tmp_path_factory):
     out = tmp_path_factory.mktemp("arm-robot")
-    simulate_logs(ARM, EngineProfile("arm-robot", "mujoco", HIDDEN), out, episodes=3, seconds=3, seed=5, trust=True)
+    simulate_logs(ARM, _profile("arm-robot", "mujoco", HIDDEN), out, episodes=3, seconds=3, seed=5, trust=True)
     return out
 
 
@@ -84,8 +89,10 @@ def test_calibrated_profile_by_name_in_crossval_real_column(calibrated, arm_logs
     monkeypatch.setenv("CROSSSIM_SIMULATORS", str(path.parent))
     profile = load_profile(path.stem)
     harness = Harness.from_card(load_card(ARM))
-    _, model = open_engine(profile, harness)
-    np.testing.assert_allclose(model.mj.dof_damping, harness.canonical.joint_damping * profile.settings["damping_scale"])
+    sim = open_engine(profile, harness.scene)
+    np.testing.assert_allclose(sim.model.mj.dof_damping,
+                               harness.canonical.joint_damping * profile.variant.model.damping_scale)
+    sim.close()
     summary = crossval(CrossvalConfig(policy=str(ARM), engines=("mujoco", path.stem), episodes=1, max_steps=20,
                                       out=str(tmp_path / "run"), trust_policy_code=True, inline=True, risk=False,
                                       report=False, cache=False, real=str(arm_logs))).summary
@@ -105,17 +112,17 @@ def test_calibrated_profile_by_name_in_crossval_real_column(calibrated, arm_logs
 
 def test_noise_free_log_replays_exactly(tmp_path):
     """The harness path is identical in logging and replay: latency queue, clip, initial state."""
-    profile = EngineProfile("arm-robot", "mujoco", HIDDEN)
+    profile = _profile("arm-robot", "mujoco", HIDDEN)
     simulate_logs(ARM, profile, tmp_path, episodes=1, seconds=1, trust=True, noise=SensorNoise().scaled(0.0),
                   suffix=".csv")
     harness = Harness.from_card(load_card(ARM))
     (log,) = read_logs(tmp_path, harness)
-    engine, model = open_engine(profile, harness)
+    sim = open_engine(profile, harness.scene)
     from crosssim.policies import load_policy
 
     policy = load_policy(harness.card, obs_size=harness.obs_size, action_size=harness.action_size, trust=True)
     for kwargs in ({}, {"segment": 7}, {"policy": policy}):
-        trace = simulate(engine, model, harness, log, **kwargs)
+        trace = simulate(sim, harness, log, **kwargs)
         assert errors(log, trace)["q_rms"] < 1e-6, kwargs  # CSV keeps 9 significant digits
 
 
@@ -132,13 +139,15 @@ def test_contact_friction_on_a_contact_free_robot_is_reported_unidentifiable(arm
 
 
 def test_profile_settings_compose_with_perturbations():
-    settings = {"motor_strength": 0.9, "action_latency": 1, "friction_scale": 0.8, "damping_scale": 2.0}
-    p = with_profile(Perturbation(motor_strength=0.85, action_latency=1), settings)
-    assert p.motor_strength == pytest.approx(0.765) and p.action_latency == 2
-    assert with_profile(Perturbation(), {"solver": "x"}) == Perturbation()
-    merged = merge_model_settings(settings, Perturbation(friction_scale=0.7, mass_scale=1.1))
-    assert merged["friction_scale"] == pytest.approx(0.56) and merged["mass_scale"] == 1.1
-    assert merged["damping_scale"] == 2.0
+    settings = {"motor_strength": 0.9, "action_latency": 1, "friction_scale": 0.8, "damping_scale": 2.0,
+                "solver": "x"}
+    profile = _profile("p", "mujoco", settings)
+    assert profile.settings == {"solver": "x"}  # only the engine's own settings stay untyped
+    h = profile.variant.then(Perturbation(motor_strength=0.85, action_latency=1).variant()).harness
+    assert h.motor_strength == pytest.approx(0.765) and h.action_latency == 2
+    assert _profile("p", "mujoco", {"solver": "x"}).variant.then(Perturbation().variant()) == Perturbation().variant()
+    m = profile.variant.then(Perturbation(friction_scale=0.7, mass_scale=1.1).variant()).model
+    assert m.friction_scale == pytest.approx(0.56) and m.mass_scale == 1.1 and m.damping_scale == 2.0
 
 
 @pytest.mark.parametrize("engine", ["mujoco", "pybullet"])
@@ -146,16 +155,16 @@ def test_engines_honour_joint_scales(engine):
     pytest.importorskip(engine)
     harness = Harness.from_card(load_card(ARM))
     c = harness.canonical
-    e, model = open_engine(EngineProfile(engine, engine, {"damping_scale": 2.0, "armature_scale": 0.5,
-                                                          "frictionloss_scale": 3.0}), harness)
+    sim = open_engine(_profile(engine, engine, {"damping_scale": 2.0, "armature_scale": 0.5,
+                                                "frictionloss_scale": 3.0}), harness.scene)
     try:
-        rows = {(r.quantity, r.item): r.engine for r in e.audit(model)}
+        rows = {(r.quantity, r.item): r.engine for r in sim.engine.audit(sim.model)}
         for k, j in enumerate(c.joint_names):
             assert rows[("joint_damping", j)] == pytest.approx(2.0 * c.joint_damping[k])
             assert rows[("joint_armature", j)] == pytest.approx(0.5 * c.joint_armature[k])
             assert rows[("joint_frictionloss", j)] == pytest.approx(3.0 * c.joint_frictionloss[k])
     finally:
-        e.close(model)
+        sim.close()
 
 
 # -- malformed logs: every problem names the file and the column or field ------------------------
@@ -240,14 +249,14 @@ def test_go1_floating_base_logs_round_trip(tmp_path):
     from crosssim.real.compare import real_section
 
     card_path = CARDS / "robots" / "playground-go1.yaml"
-    hidden = EngineProfile("go1-robot", "mujoco", {"motor_strength": 0.9, "action_latency": 1})
+    hidden = _profile("go1-robot", "mujoco", {"motor_strength": 0.9, "action_latency": 1})
     simulate_logs(card_path, hidden, tmp_path / "clean", episodes=1, seconds=0.6, noise=SensorNoise().scaled(0.0))
     card = load_card(card_path)
     harness = Harness.from_card(card)
     (log,) = read_logs(tmp_path / "clean", harness)
     assert log.quat is not None and log.gyro is not None and log.command is not None and log.obs is not None
-    engine, model = open_engine(hidden, harness)
-    trace = simulate(engine, model, harness, log)
+    sim = open_engine(hidden, harness.scene)
+    trace = simulate(sim, harness, log)
     err = errors(log, trace)
     assert err["q_rms"] < 1e-9 and err["orientation_error_deg"] < 1e-6
     simulate_logs(card_path, hidden, tmp_path / "noisy", episodes=1, seconds=0.6)

@@ -11,8 +11,8 @@ from conftest import CARDS, installed_engines
 from crosssim.card import load_card
 from crosssim.errors import CrossSimError
 from crosssim.profiles import load_profile
-from crosssim.engines import get_engine
 from crosssim.runner.harness import Harness
+from crosssim.runner.simulator import open_engine
 from crosssim.runner.stepper import ControlStepper
 from crosssim.tasks import registered_tasks
 
@@ -45,9 +45,8 @@ def test_task_runs_in_engine(task_name, engine_name):
     harness = harness_for(task_name)
     c = harness.canonical
     profile = load_profile(engine_name)
-    engine = get_engine(profile.engine)
-    model = engine.load(harness.scene, profile)
-    stepper = ControlStepper(engine, model, harness, name=engine_name)
+    sim = open_engine(profile, harness.scene)
+    stepper = ControlStepper(sim, harness)
     rng = np.random.default_rng(0)
     expected = EXPECTED_FAILURES.get((task_name, engine_name))
     if expected:
@@ -67,7 +66,7 @@ def test_task_runs_in_engine(task_name, engine_name):
         assert np.isfinite(step.reward)
         frame = after
     assert frame.time == pytest.approx(20 * stepper.control_dt, rel=1e-6)
-    engine.close(model)
+    sim.close()
 
 
 def test_every_task_is_covered():

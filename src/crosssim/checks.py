@@ -15,6 +15,7 @@ import numpy as np
 from crosssim.engines.base import EngineProfile, get_engine
 from crosssim.frame import InitialState
 from crosssim.scene import canonical_model
+from crosssim.variant import compile_model
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def check_engines_match(scene: Path, engine_a: str, engine_b: str, *, steps: int
     traj = {}
     pairs = models or tuple((get_engine(n), None) for n in (engine_a, engine_b))
     for name, (engine, model) in zip((engine_a, engine_b), pairs):
-        model = model or engine.load(Path(scene), EngineProfile(name, name))
+        model = model or engine.load(compile_model(Path(scene)), EngineProfile(name, name))
         state = engine.reset(model, initial)
         q, qd = [], []
         for t in range(steps):

@@ -112,8 +112,9 @@ def cmd_audit(args) -> int:
     """Exit EXIT_MISMATCH when any engine reads back a parameter beyond tolerance, EXIT_ERROR when
     an engine could not be audited, else EXIT_OK."""
     from crosssim.engines import get_engine
-    from crosssim.profiles import load_profile
+    from crosssim.profiles import check_settings, load_profile
     from crosssim.scene import resolve_scene
+    from crosssim.variant import compile_model
 
     scene = resolve_scene(args.robot)
     mismatched, unavailable = [], []
@@ -121,7 +122,8 @@ def cmd_audit(args) -> int:
         profile = load_profile(name)
         try:
             engine = get_engine(profile.engine)
-            model = engine.load(scene, profile)
+            check_settings(profile, engine)
+            model = engine.load(compile_model(scene, profile.variant.model), profile)
         except CrossSimError as exc:
             print(f"\n== {name}: unavailable: {exc}")
             unavailable.append(name)

@@ -12,11 +12,12 @@ import numpy as np
 def card_hints(harness) -> list[str]:
     from crosssim.engines.base import EngineProfile
     from crosssim.engines.mujoco import EngineMuJoCo
+    from crosssim.variant import compile_model
 
     card, c, act = harness.card, harness.canonical, harness.actuation
     hints = []
     engine = EngineMuJoCo()
-    model = engine.load(harness.scene, EngineProfile("mujoco", "mujoco"))
+    model = engine.load(compile_model(harness.scene), EngineProfile("mujoco", "mujoco"))
     frame = engine.frame(model, engine.reset(model, harness.task.initial_state(c, np.random.default_rng(0))))
     o = card.observation
     names = [t.name for t in o.terms]

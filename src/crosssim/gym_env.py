@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import gymnasium as gym
@@ -10,9 +11,11 @@ import numpy as np
 from crosssim.errors import EngineFailure
 from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
+from crosssim.runner.episode import Episode
 from crosssim.runner.harness import Harness
-from crosssim.runner.rollout import open_engine
+from crosssim.runner.simulator import Simulator, open_engine
 from crosssim.runner.stepper import ControlStepper
+from crosssim.variant import ModelVariant, Variant
 
 PerturbationSampler = Callable[[np.random.Generator], Perturbation]
 
@@ -31,67 +34,66 @@ class CrossSimEnv(gym.Env):
     def __init__(self, task: str = "Hopper", engine: str = "mujoco", *, max_steps: int | None = None,
                  perturbations: PerturbationSampler | None = None):
         self.harness = Harness.for_task(task)
-        self.task, self.canonical = self.harness.task, self.harness.canonical
+        self.canonical = self.harness.canonical
         self.profile = load_profile(engine)
         self.sampler = perturbations
-        self.engine, self.model = open_engine(self.profile, self.harness)
-        self._model_settings: dict = {}
         # Randomised mass/friction draws come from a coarse grid: keep the models already built
         # (building a Newton model costs ~0.1 s, a MuJoCo one ~5 ms) instead of rebuilding per reset.
-        self._models: dict[str, tuple] = {repr([]): (self.engine, self.model)}
-        self.stepper = ControlStepper(self.engine, self.model, self.harness, name=self.profile.name)
+        self._models: dict[ModelVariant, Simulator] = {}
+        self.sim = self._simulator(Variant())
+        self.episode = Episode(ControlStepper(self.sim, self.harness))
         n_obs = self.harness.obs_size
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (n_obs,), np.float64)
         act = self.harness.actuation
         self.action_space = gym.spaces.Box(act.ctrl_low.astype(np.float32), act.ctrl_high.astype(np.float32),
                                            dtype=np.float32)
         self.max_steps = max_steps or self.task.max_steps
-        self._frame = None
-        self._steps = 0
+        self._started = False
 
-    def _prepare(self, p: Perturbation) -> None:
-        settings = p.model_settings()
-        if settings != self._model_settings:
-            key = repr(sorted(settings.items()))
-            if key not in self._models:
-                if len(self._models) >= self.MAX_MODELS:  # drop the oldest
-                    old_key = next(iter(self._models))
-                    engine, model = self._models.pop(old_key)
-                    engine.close(model)
-                self._models[key] = open_engine(self.profile, self.harness, p)
-            self.engine, self.model = self._models[key]
-            self._model_settings = settings
-        self.stepper = ControlStepper(self.engine, self.model, self.harness, p, name=self.profile.name)
+    @property
+    def task(self):
+        """The task every episode of this env runs (the harness's)."""
+        return self.harness.task
+
+    @property
+    def model(self):
+        """The engine model the current episode runs on."""
+        return self.sim.model
+
+    def _simulator(self, variant: Variant) -> Simulator:
+        """A simulator for ``variant``: its model part picks (or builds) the engine model, its
+        harness part is this episode's."""
+        if variant.model not in self._models:
+            if len(self._models) >= self.MAX_MODELS:  # drop the oldest
+                self._models.pop(next(iter(self._models))).close()
+            self._models[variant.model] = open_engine(self.profile, self.harness.scene, Variant(variant.model))
+        built = self._models[variant.model]
+        return replace(built, variant=self.profile.variant.then(variant))
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         if self.sampler is not None:
-            self._prepare(self.sampler(self.np_random))
+            self.sim = self._simulator(self.sampler(self.np_random).variant())
+            self.episode = Episode(ControlStepper(self.sim, self.harness))
         init = self.task.initial_state(self.canonical, self.np_random)
-        self._frame, self._task_state = self.stepper.reset(
-            init, int(self.np_random.integers(2**63)) if self.sampler else 0)
-        self._steps = 0
-        return self.stepper.observe(self._frame, self._task_state), {}
+        self.episode.reset(init, int(self.np_random.integers(2**63)) if self.sampler else 0)
+        self._started = True
+        return self.episode.observe(), {}
 
     def step(self, action):
-        if self._frame is None:
+        if not self._started:
             raise gym.error.ResetNeeded("call reset() before step()")
-        action = np.asarray(action, dtype=float)
-        self._steps += 1
+        ep = self.episode
         try:
-            after = self.stepper.step(action)
+            step = ep.advance(np.asarray(action, dtype=float), check=False)
         except EngineFailure:  # a diverged engine ends the episode instead of poisoning training
-            return self.stepper.observe(self._frame, self._task_state), 0.0, True, False, {"diverged": True}
-        step = self.task.step(self._frame, after, action, self._task_state, self.stepper.control_dt)
-        self._frame = after
-        obs = self.stepper.observe(after, self._task_state)
-        return obs, float(step.reward), bool(step.terminated), self._steps >= self.max_steps, step.terms
+            return ep.observe(), 0.0, True, False, {"diverged": True}
+        return ep.observe(), float(step.reward), bool(step.terminated), ep.t >= self.max_steps, step.terms
 
     def close(self):
-        for engine, model in self._models.values():
-            engine.close(model)
+        for sim in self._models.values():
+            sim.close()
         self._models.clear()
-        self.model = None
 
 
 def make_env(task: str, *, engine: str = "mujoco", **kwargs) -> CrossSimEnv:

@@ -1,9 +1,10 @@
 """Perturbations applied identically in every engine, grouped in families of real-world gap.
 
-Harness-level perturbations (motor strength, motor lag, torque limit, action latency,
-observation noise, physics dt) live in the shared rollout, so every engine sees the same ones
-by construction. Model-level ones (friction, mass) are applied to the compiled model before an
-adapter builds its engine (``apply_model_scales``), so they too are one piece of code.
+A Perturbation is the sweepable subset of a :class:`crosssim.variant.Variant`, flat so that it
+scales by level and stores as one row of fields. Harness-level fields (motor strength, motor
+lag, torque limit, action latency, observation noise) act in the shared control step, so every
+engine sees the same ones by construction; model-level ones (friction, mass, physics dt) are
+compiled into the MuJoCo model every adapter builds from (``crosssim.variant.compile_model``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
+
+from crosssim.variant import HARNESS_FIELDS, MODEL_FIELDS, HarnessVariant, ModelVariant, Variant
 
 
 @dataclass(frozen=True)
@@ -36,16 +39,11 @@ class Perturbation:
     def is_nominal(self) -> bool:
         return self == Perturbation()
 
-    def model_settings(self) -> dict:
-        """Settings an engine applies when it builds its model."""
-        out = {}
-        if self.friction_scale != 1.0:
-            out["friction_scale"] = self.friction_scale
-        if self.mass_scale != 1.0:
-            out["mass_scale"] = self.mass_scale
-        if self.dt_divisor != 1:
-            out["dt_divisor"] = self.dt_divisor
-        return out
+    def variant(self) -> Variant:
+        """This perturbation as a variant: model fields compiled into the model, the rest harness."""
+        values = asdict(self)
+        return Variant(ModelVariant(**{k: v for k, v in values.items() if k in MODEL_FIELDS}),
+                       HarnessVariant(**{k: v for k, v in values.items() if k in HARNESS_FIELDS}))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,62 +84,10 @@ def at_level(p: Perturbation, level: float) -> Perturbation:
     return Perturbation(**out)
 
 
-def apply_model_scales(m, settings: dict) -> None:
-    """Apply model-level perturbation settings to a MuJoCo ``MjModel`` in place."""
-    mass = float(settings.get("mass_scale", 1.0))
-    if mass != 1.0:
-        m.body_mass[:] = m.body_mass * mass
-        m.body_inertia[:] = m.body_inertia * mass
-    friction = float(settings.get("friction_scale", 1.0))
-    if friction != 1.0:
-        m.geom_friction[:, 0] = m.geom_friction[:, 0] * friction
-    divisor = int(settings.get("dt_divisor", 1))
-    if divisor != 1:
-        m.opt.timestep = m.opt.timestep / divisor
-    # Joint parameters a calibrated profile (crosssim calibrate, docs/real.md) may scale.
-    for key, field_name in JOINT_SCALES.items():
-        scale = float(settings.get(key, 1.0))
-        if scale != 1.0:
-            values = getattr(m, field_name)
-            values[:] = values * scale
-
-
-JOINT_SCALES = {"damping_scale": "dof_damping", "armature_scale": "dof_armature",
-                "frictionloss_scale": "dof_frictionloss"}
-"""Profile settings that scale a MuJoCo per-dof array (every dof)."""
-
-MODEL_SCALES = ("friction_scale", "mass_scale", "dt_divisor", *JOINT_SCALES)
-"""Model-level settings that compose by multiplication (profile x perturbation)."""
-
-
-def merge_model_settings(settings: dict, p: "Perturbation") -> dict:
-    """A profile's settings with ``p``'s model-level settings on top: scales multiply, so a
-    perturbation of a calibrated profile is a gap from the calibrated model, not the canonical one."""
-    out = dict(settings)
-    for key, value in p.model_settings().items():
-        out[key] = type(value)(value * settings.get(key, 1)) if key in MODEL_SCALES else value
-    return out
-
-
-def with_profile(p: "Perturbation", settings: dict | None) -> "Perturbation":
-    """``p`` on top of a profile's harness-level settings (a calibrated profile's motor strength,
-    latency, lag): strengths multiply, latencies and lags add, torque limits take the tighter."""
-    s = settings or {}
-    if not any(k in s for k in ("motor_strength", "motor_lag", "action_latency", "torque_limit")):
-        return p
-    limit = s.get("torque_limit")
-    if limit is not None and p.torque_limit is not None:
-        limit = min(float(limit), p.torque_limit)
-    return replace(p, motor_strength=p.motor_strength * float(s.get("motor_strength", 1.0)),
-                   motor_lag=p.motor_lag + float(s.get("motor_lag", 0.0)),
-                   action_latency=p.action_latency + int(s.get("action_latency", 0)),
-                   torque_limit=p.torque_limit if limit is None else float(limit))
-
-
 class ActuatorChain:
     """Harness-level actuation perturbations, stepped at physics rate."""
 
-    def __init__(self, p: Perturbation, max_torque: np.ndarray, physics_dt: float, joint_count: int):
+    def __init__(self, p: HarnessVariant, max_torque: np.ndarray, physics_dt: float, joint_count: int):
         self.p = p
         self.limit = None if p.torque_limit is None else p.torque_limit * max_torque
         self.alpha = 1.0 if p.motor_lag <= 0 else physics_dt / (p.motor_lag + physics_dt)

@@ -5,15 +5,20 @@ Profiles are searched in ``$CROSSSIM_SIMULATORS``, ``./simulators`` and the proj
 an engine with no profile file runs with its adapter's defaults. When ``$CROSSSIM_TRUSTED_PROFILES``
 is set (the gate sets it to the base branch's ``simulators/``), those folders are the only ones
 searched, and a relative ``python:`` path is refused (it would name a file in the pull request).
+The ``settings`` mapping holds both the engine's own settings and variant settings (timestep,
+scales, motor strength, latency: what ``crosssim calibrate`` writes); they are parsed once here
+into the typed variant.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from crosssim.engines.base import EngineProfile
 from crosssim.errors import CrossSimError
+from crosssim.variant import Variant, variant_keys
 
 
 TRUSTED_ENV = "CROSSSIM_TRUSTED_PROFILES"
@@ -45,12 +50,44 @@ def load_profile(name: str) -> EngineProfile:
             if not isinstance(raw, dict):
                 raise CrossSimError(f"{path}: a profile is a mapping (engine: ..., settings: ...)")
             settings = raw.get("settings") or {}
+            if not isinstance(settings, dict):
+                raise CrossSimError(f"{path}: 'settings' is a mapping (solver: ..., timestep: ...)")
             python = raw.get("python")
             if python is not None and not isinstance(python, str):
                 raise CrossSimError(f"{path}: 'python' must be the path of an interpreter")
             if python and os.environ.get(TRUSTED_ENV) is not None and "/" in python and not os.path.isabs(python):
                 raise CrossSimError(f"{path}: 'python: {python}' is relative, so the gate would run a file from the "
                                     "checkout under review; give the interpreter's absolute path")
-            return EngineProfile(name=name, engine=str(raw.get("engine", name)), settings=dict(settings),
-                                 python=python)
+            return split_settings(EngineProfile(name=name, engine=str(raw.get("engine", name)), python=python,
+                                                path=path), settings)
     return EngineProfile(name=name, engine=name, settings={})
+
+
+def split_settings(profile: EngineProfile, settings: dict) -> EngineProfile:
+    """``profile`` with flat ``settings`` parsed: variant keys into ``variant``, the rest kept as
+    engine settings (checked against the engine's ``settings_keys`` when it opens)."""
+    where = str(profile.path or f"profile {profile.name}")
+    keys = variant_keys()
+    variant = Variant.from_settings(settings, where)
+    engine_settings = {k: v for k, v in settings.items() if k not in keys}
+    return replace(profile, settings=engine_settings, variant=variant)
+
+
+def flat_settings(profile: EngineProfile) -> dict:
+    """Engine and variant settings of ``profile`` as one mapping, as a profile YAML holds them."""
+    return {**profile.settings, **profile.variant.settings()}
+
+
+def with_settings(profile: EngineProfile, settings: dict) -> EngineProfile:
+    """``profile`` with its settings replaced by flat ``settings`` (engine and variant keys)."""
+    return split_settings(replace(profile, settings={}, variant=Variant()), settings)
+
+
+def check_settings(profile: EngineProfile, engine) -> None:
+    """Refuse settings ``engine`` does not read, in one line naming the profile file."""
+    unknown = sorted(set(profile.settings) - set(engine.settings_keys))
+    if unknown:
+        where = profile.path or f"profile {profile.name}"
+        raise CrossSimError(f"{where}: unknown setting(s) {', '.join(unknown)}; {profile.engine} reads "
+                            f"{', '.join(sorted(engine.settings_keys)) or 'none'}, and every engine reads "
+                            f"{', '.join(sorted(variant_keys()))}")

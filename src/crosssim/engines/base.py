@@ -17,14 +17,17 @@ import numpy as np
 
 from crosssim.errors import CrossSimError, EngineUnavailable
 from crosssim.frame import InitialState, SimFrame
+from crosssim.variant import CompiledModel, Variant
 
 
 @dataclass(frozen=True)
 class EngineProfile:
     """Settings of one engine column: which engine, and how it is configured.
 
-    Loaded from ``simulators/<name>.yaml``; ``settings`` are engine-specific and documented in
-    that file (solver, iterations, contact parameters).
+    Loaded from ``simulators/<name>.yaml`` (crosssim.profiles): its settings are split there
+    into the typed ``variant`` (timestep, scales, motor strength, latency: what a calibration
+    sets) and the engine's own ``settings`` (solver, iterations, contact parameters), which the
+    engine class lists in ``settings_keys``.
     """
 
     name: str
@@ -32,8 +35,13 @@ class EngineProfile:
     engine: str
     """Registered engine this profile configures."""
     settings: dict = field(default_factory=dict)
+    """Engine-specific settings only (never variant keys)."""
     python: str | None = None
     """Interpreter for this column's worker (e.g. Isaac Sim's Python 3.12); None: crosssim's own."""
+    variant: Variant = Variant()
+    """Calibration of this column: every condition's perturbation is applied on top of it."""
+    path: Path | None = None
+    """The YAML file it was read from (None: built in code or the adapter's defaults)."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +87,13 @@ class Engine(Protocol):
     name: str
     capabilities: EngineCapabilities
     """Optional features this engine has; see ``EngineBase`` for the all-False default."""
+    settings_keys: frozenset[str]
+    """Profile settings this engine reads; a profile naming any other is refused."""
 
-    def load(self, scene: Path, profile: EngineProfile) -> Any:
-        """Load the MJCF scene, reconcile it to the canonical model, return the model handle."""
+    def load(self, compiled: CompiledModel, profile: EngineProfile) -> Any:
+        """Build the engine's model from ``compiled`` (the scene with the variant applied; read
+        ``compiled.scene`` for an engine's own importer) and ``profile.settings``, reconcile it
+        to the compiled model, return the model handle."""
 
     def reset(self, model: Any, initial: InitialState) -> Any:
         """Return a new state in ``initial``, owned by the caller (never the model itself)."""
@@ -116,6 +128,8 @@ class EngineBase:
 
     name: str = ""
     capabilities: EngineCapabilities = EngineCapabilities()
+    settings_keys: frozenset[str] = frozenset()
+    """Profile settings this engine reads (none by default)."""
 
     def reset_into(self, model: Any, state: Any, initial: InitialState) -> Any:
         raise NotImplementedError(f"{self.name}: reset_into is not declared in capabilities; call reset")

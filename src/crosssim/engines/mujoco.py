@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -11,8 +10,8 @@ import numpy as np
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame
-from crosssim.perturb import apply_model_scales
-from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
+from crosssim.scene import CanonicalModel, canonical_model
+from crosssim.variant import CompiledModel
 
 
 BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
@@ -35,12 +34,11 @@ class EngineMuJoCo(EngineBase):
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True)
     """Many MjData on one MjModel step independently; mj_resetData reuses one in place."""
 
-    def load(self, scene: Path, profile: EngineProfile) -> MuJoCoModel:
-        canonical = canonical_model(Path(scene))
-        m = load_mujoco_model(Path(scene))
-        if "timestep" in profile.settings:
-            m.opt.timestep = float(profile.settings["timestep"])
-        apply_model_scales(m, profile.settings)
+    settings_keys = frozenset({"iterations"})
+
+    def load(self, compiled: CompiledModel, profile: EngineProfile) -> MuJoCoModel:
+        canonical = canonical_model(compiled.scene)
+        m = compiled.mj  # a fresh MjModel per compile: this adapter adopts it
         if "iterations" in profile.settings:
             m.opt.iterations = int(profile.settings["iterations"])
         # Native actuators would add their own (gain/bias) forces: crosssim's actuation replaces them.

@@ -29,8 +29,9 @@ wp.config.log_level = wp.LOG_WARNING
 import newton  # noqa: E402
 
 from crosssim.engines.base import AuditRow, EngineBase, EngineProfile  # noqa: E402
-from crosssim.engines.newton_model import NewtonModel, audit_newton, build_model  # noqa: E402
+from crosssim.engines.newton_model import SETTINGS_KEYS, NewtonModel, audit_newton, build_model  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
+from crosssim.variant import CompiledModel  # noqa: E402
 
 
 class NewtonState:
@@ -60,8 +61,10 @@ class EngineNewton(EngineBase):
 
     name = "newton"
 
-    def load(self, scene: Path, profile: EngineProfile) -> NewtonModel:
-        return build_model(Path(scene), profile)
+    settings_keys = SETTINGS_KEYS
+
+    def load(self, compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
+        return build_model(compiled, profile)
 
     def reset(self, model: NewtonModel, initial: InitialState) -> NewtonState:
         state = model.state

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import mujoco
@@ -24,8 +23,8 @@ from crosssim.engines.base import AuditRow, EngineProfile
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import CrossSimError
 from crosssim.frame import quat_to_matrix
-from crosssim.perturb import apply_model_scales
-from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
+from crosssim.scene import CanonicalModel, canonical_model
+from crosssim.variant import CompiledModel
 
 MUJOCO_SOLVERS = ("mujoco-warp", "mujoco-c")
 SOLVERS = (*MUJOCO_SOLVERS, "featherstone", "xpbd", "semi-implicit")
@@ -99,13 +98,16 @@ class NewtonModel:
         return contact_wrench(self, state)
 
 
-def build_model(scene: Path, profile: EngineProfile) -> NewtonModel:
+SETTINGS_KEYS = frozenset({"solver", "joint_limit", "contact", "substeps", "substep_dt", "capture",
+                           "passive_torques", "solver_args"})
+"""Profile settings the Newton adapter reads (docs/engines.md, "Newton")."""
+
+
+def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
+    scene = compiled.scene
     c = canonical_model(scene)
     s = profile.settings
-    m = load_mujoco_model(scene)  # canonical, plus the profile's timestep and perturbations
-    if "timestep" in s:
-        m.opt.timestep = float(s["timestep"])
-    apply_model_scales(m, s)
+    m = compiled.mj  # canonical, plus the variant (timestep, perturbations, calibration)
     solver_name = str(s.get("solver", "mujoco-warp"))
     if solver_name not in SOLVERS:
         raise CrossSimError(f"profile {profile.name}: newton solver {solver_name!r} is not one of {list(SOLVERS)}")
@@ -244,7 +246,7 @@ def _set_inertia(nm, m, body_index) -> None:
 
 def _set_joint_parameters(nm, m, c: CanonicalModel, q_index, qd_index, offset) -> None:
     """Joint parameters; damping, armature and dry friction from ``m``, which a (calibrated)
-    profile may have scaled (``apply_model_scales``)."""
+    profile may have scaled (``crosssim.variant``)."""
     arrays = {name: getattr(nm, name).numpy().copy() for name in (
         "joint_armature", "joint_damping", "joint_friction", "joint_stiffness", "joint_rest_q",
         "joint_limit_lower", "joint_limit_upper")}

@@ -23,9 +23,9 @@ import pybullet
 from crosssim.engines.base import AuditRow, EngineBase, EngineProfile
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import EngineFailure
-from crosssim.perturb import apply_model_scales
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
-from crosssim.scene import CanonicalModel, canonical_model, load_mujoco_model
+from crosssim.scene import CanonicalModel, canonical_model
+from crosssim.variant import CompiledModel
 
 GEOM = mujoco.mjtGeom
 
@@ -73,12 +73,11 @@ class EnginePyBullet(EngineBase):
 
     name = "pybullet"
 
-    def load(self, scene: Path, profile: EngineProfile) -> PyBulletModel:
-        c = canonical_model(Path(scene))
-        m = load_mujoco_model(Path(scene))
-        if "timestep" in profile.settings:
-            m.opt.timestep = float(profile.settings["timestep"])
-        apply_model_scales(m, profile.settings)  # perturbations act on the model PyBullet is built from
+    settings_keys = frozenset({"substeps", "solver_iterations", "armature"})
+
+    def load(self, compiled: CompiledModel, profile: EngineProfile) -> PyBulletModel:
+        c = canonical_model(compiled.scene)
+        m = compiled.mj  # the variant (perturbation, calibration) is in the model PyBullet is built from
         client = pybullet.connect(pybullet.DIRECT)
         try:
             return self._build(c, m, client, profile)
@@ -195,7 +194,7 @@ class EnginePyBullet(EngineBase):
         # Native velocity motors hold every joint still unless switched off; where the model has
         # dry joint friction, a zero-velocity motor whose force is capped at it *is* dry friction,
         # solved implicitly by Bullet's constraint solver (crosssim's torques act on top).
-        # Damping, armature and dry friction from ``m``: a profile may scale them (apply_model_scales).
+        # Damping, armature and dry friction from ``m``: a variant may scale them (crosssim.variant).
         dofs = c.joint_dofadr
         friction = m.dof_frictionloss[dofs].copy() if s.get("frictionloss", "emulate") == "emulate" else np.zeros(len(jl))
         pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,

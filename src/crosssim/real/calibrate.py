@@ -21,6 +21,7 @@ import numpy as np
 
 from crosssim.engines.base import EngineProfile
 from crosssim.errors import CrossSimError
+from crosssim.profiles import flat_settings, with_settings
 from crosssim.real.compare import errors, residual_groups, residuals, simulate
 
 
@@ -85,7 +86,7 @@ class Fit:
     seconds: float = 0.0
 
     def settings(self) -> dict:
-        out = dict(self.base.settings)
+        out = flat_settings(self.base)
         for p in self.params:
             out[p.setting] = int(self.fitted[p.name]) if p.integer else float(f"{self.fitted[p.name]:.6g}")
         return out
@@ -99,15 +100,14 @@ class Objective:
         self.evaluations = 0
 
     def traces(self, settings: dict, segment: int | None):
-        from crosssim.runner.rollout import open_engine
+        from crosssim.runner.simulator import open_engine
 
-        engine, model = open_engine(EngineProfile(self.base.name, self.base.engine, settings), self.harness)
+        sim = open_engine(with_settings(self.base, settings), self.harness.scene)
         try:
             self.evaluations += 1
-            return [simulate(engine, model, self.harness, log, segment=segment, stop_on_termination=False,
-                             name=self.base.name) for log in self.logs]
+            return [simulate(sim, self.harness, log, segment=segment, stop_on_termination=False) for log in self.logs]
         finally:
-            engine.close(model)
+            sim.close()
 
     def residuals(self, settings: dict) -> np.ndarray:
         traces = self.traces(settings, self.segment)
@@ -174,12 +174,13 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
                          "to use every row")
     cont = [p for p in params if not p.integer]
     lat = next((p for p in params if p.integer), None)
-    start = {p.name: float(base.settings.get(p.setting, p.nominal)) for p in params}
+    base_settings = flat_settings(base)
+    start = {p.name: float(base_settings.get(p.setting, p.nominal)) for p in params}
     lo, hi = np.array([p.low for p in cont]), np.array([p.high for p in cont])
     span = hi - lo
 
     def settings_of(u: np.ndarray, latency: int | None) -> dict:
-        s = dict(base.settings)
+        s = dict(base_settings)
         for p, x in zip(cont, lo + span * u):
             s[p.setting] = float(x)
         if lat is not None:
@@ -328,7 +329,7 @@ def format_fit(fit: Fit) -> str:
              f"{fit.open_loop_before:.4f} -> {fit.open_loop_after:.4f} rad",
              f"  {'parameter':<16}{'setting':<20}{'start':>8}{'fitted':>10}{'±1 sigma':>11}{'error if left at start':>24}"]
     for p in fit.params:
-        start = fit.base.settings.get(p.setting, p.nominal)
+        start = flat_settings(fit.base).get(p.setting, p.nominal)
         sd = fit.sigma.get(p.name, float("nan"))
         sd_text = "—" if p.integer else (f"{sd:.3g}" if np.isfinite(sd) else "n/a")
         lines.append(f"  {p.name:<16}{p.setting:<20}{start:>8.3g}{fit.fitted[p.name]:>10.4g}{sd_text:>11}"

@@ -9,7 +9,6 @@ lasted before the task's termination, a NaN or an engine failure).
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,57 +53,60 @@ def initial_state(log: RealLog, harness, k: int = 0) -> InitialState:
     return InitialState(qpos, qvel)
 
 
-def simulate(engine, model, harness, log: RealLog, *, policy=None, segment: int | None = None,
-             stop_on_termination: bool = True, name: str | None = None) -> Trace:
-    """Run one engine against ``log``: the policy closed-loop (with the logged commands) when
-    given, else the logged actions open-loop. ``segment``: reset to the logged state every that
-    many rows (open loop only; the actions pending in a latency queue are the logged ones)."""
+def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = None,
+             stop_on_termination: bool = True) -> Trace:
+    """Run one engine (a ``Simulator``) against ``log``: the policy closed-loop (with the logged
+    commands) when given, else the logged actions open-loop. ``segment``: reset to the logged
+    state every that many rows (open loop only; the actions pending in a latency queue are the
+    logged ones)."""
+    from crosssim.runner.episode import Episode, play
     from crosssim.runner.stepper import ControlStepper
 
-    c, task = harness.canonical, harness.task
+    c = harness.canonical
     T = len(log)
     idx = [c.joint_names.index(j) for j in log.joints]
     qadr = c.joint_qposadr[idx]
     q = np.full((T, len(idx)), np.nan)
     quat = np.full((T, 4), np.nan) if c.free_base else None
-    stepper = ControlStepper(engine, model, harness, name=name)
+    stepper = ControlStepper(sim, harness)
+    ep = Episode(stepper)
     seg = T if (policy is not None or not segment) else int(segment)
     starts = tuple(range(0, T - 1, seg)) if T > 1 else (0,)
     actions = np.array([stepper.check_action(a, k) for k, a in enumerate(log.action)])
     ended, failure, terminated = 0, None, False
+    start = 0
 
     def record(k, frame):
         q[k] = frame.qpos[qadr]
         if quat is not None:
             quat[k] = frame.base_quat
 
+    def closed_loop(ep: Episode) -> np.ndarray:
+        if log.command is not None:  # the robot's commands, as logged
+            command = log.command[start + ep.t]
+            ep.task_state["command"] = command.copy()
+            if stepper.observer.ctx is not None:
+                stepper.observer.ctx.command = command.copy()
+        return policy.act(ep.observe())
+
+    def recorded(ep: Episode, step) -> None:
+        nonlocal ended
+        record(start + ep.t, ep.frame)
+        ended = start + ep.t + 1
+
     try:
-        for s in starts:
-            frame, task_state = stepper.reset(initial_state(log, harness, s), [0, 1])
-            if s and stepper.p.action_latency:  # actions still in flight at the segment's start
-                lat = stepper.p.action_latency
-                stepper._pending = deque(actions[k] if k >= 0 else np.zeros(actions.shape[1]) for k in range(s - lat, s))
-            record(s, frame)
+        for start in starts:
+            ep.reset(initial_state(log, harness, start), [0, 1])
+            lat = stepper.p.action_latency
+            if start and lat:  # actions still in flight at the segment's start
+                stepper.queue_actions(actions[k] if k >= 0 else np.zeros(actions.shape[1]) for k in range(start - lat, start))
+            record(start, ep.frame)
             if policy is not None:
                 policy.reset()
-            for k in range(s, min(s + seg, T - 1)):
-                if policy is not None:
-                    if log.command is not None:
-                        task_state["command"] = log.command[k].copy()
-                        if stepper.observer.ctx is not None:
-                            stepper.observer.ctx.command = log.command[k].copy()
-                    action = stepper.check_action(policy.act(stepper.observe(frame, task_state)), k)
-                else:
-                    action = actions[k]
-                after = stepper.step(action)
-                record(k + 1, after)
-                ended = k + 2
-                if stop_on_termination and task.step(frame, after, action, task_state, stepper.control_dt).terminated:
-                    terminated = True
-                    raise StopIteration
-                frame = after
-    except StopIteration:
-        pass
+            source = closed_loop if policy is not None else (lambda ep: actions[start + ep.t])
+            if play(ep, source, min(seg, T - 1 - start), on_step=recorded, stop_on_termination=stop_on_termination):
+                terminated = True
+                break
     except CrossSimError as exc:  # EngineFailure (NaN) included
         failure = str(exc)
     except Exception as exc:  # an engine blowing up must not lose the other logs
@@ -217,7 +219,7 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
     from crosssim.policies import load_policy
     from crosssim.profiles import load_profile
     from crosssim.runner.harness import Harness
-    from crosssim.runner.rollout import open_engine
+    from crosssim.runner.simulator import open_engine
 
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
@@ -228,7 +230,7 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
     for name in engines:
         try:
             profile = load_profile(name)
-            engine, model = open_engine(profile, harness)
+            sim = open_engine(profile, harness.scene)
         except CrossSimError as exc:
             section["engines"][name] = {"error": str(exc)}
             continue
@@ -236,12 +238,12 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
         try:
             for log in logs:
                 per_log[log.name] = {
-                    "open_loop": errors(log, simulate(engine, model, harness, log, name=name), window_s),
-                    "closed_loop": errors(log, simulate(engine, model, harness, log, policy=policy, name=name), window_s)}
+                    "open_loop": errors(log, simulate(sim, harness, log), window_s),
+                    "closed_loop": errors(log, simulate(sim, harness, log, policy=policy), window_s)}
                 if progress:
                     progress(f"real/{name}", len(per_log), len(logs), {"failure": None})
         finally:
-            engine.close(model)
+            sim.close()
         section["engines"][name] = {mode: _aggregate([d[mode] for d in per_log.values()])
                                     for mode in ("open_loop", "closed_loop")} | {"per_log": per_log}
     return section

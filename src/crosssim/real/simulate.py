@@ -56,37 +56,38 @@ def simulate_logs(card_path: str | Path, profile, out: str | Path, *, episodes: 
     """Write ``episodes`` logs of the card's policy in ``profile`` (an EngineProfile) into ``out``."""
     from crosssim.card import load_card
     from crosssim.policies import load_policy
+    from crosssim.runner.episode import Episode, play
     from crosssim.runner.harness import Harness
-    from crosssim.runner.rollout import open_engine
+    from crosssim.runner.simulator import open_engine
     from crosssim.runner.stepper import ControlStepper
 
     card = load_card(card_path)
     harness = Harness.from_card(card)
     c, task = harness.canonical, harness.task
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
-    engine, model = open_engine(profile, harness)
+    sim = open_engine(profile, harness.scene)
     out = Path(out)
     names = [c.joint_names[j] for j in harness.joints]
     qadr, dadr = c.joint_qposadr[harness.joints], c.joint_dofadr[harness.joints]
     paths = []
     try:
-        for ep in range(episodes):
-            stepper = ControlStepper(engine, model, harness, name=profile.name)
-            rng = np.random.default_rng([seed, ep, 7])
-            frame, state = stepper.reset(task.initial_state(c, np.random.default_rng(seed + ep)), [seed + ep, 1])
+        for i in range(episodes):
+            ep = Episode(ControlStepper(sim, harness))
+            rng = np.random.default_rng([seed, i, 7])
+            ep.start(seed + i)
             policy.reset()
-            steps = task.max_steps if seconds is None else max(2, int(round(seconds / stepper.control_dt)))
+            steps = task.max_steps if seconds is None else max(2, int(round(seconds / ep.control_dt)))
             rows: dict[str, list] = {}
-            terminated = False
 
             def add(key, value):
                 rows.setdefault(key, []).append(float(value))
 
-            for t in range(steps):
-                obs = stepper.observe(frame, state)
+            def logged_policy(ep: Episode) -> np.ndarray:
+                """The policy's action, logging what a robot would at this control step."""
+                frame, state = ep.frame, ep.task_state
+                obs = ep.observe()
                 raw = np.asarray(policy.act(obs), dtype=float)  # logged as the policy returned it
-                action = stepper.check_action(raw, t)
-                add("time", t * stepper.control_dt)
+                add("time", ep.t * ep.control_dt)
                 for k, j in enumerate(names):
                     add(f"q.{j}", frame.qpos[qadr[k]] + rng.normal(0, noise.q))
                     add(f"dq.{j}", frame.qvel[dadr[k]] + rng.normal(0, noise.dq))
@@ -101,18 +102,16 @@ def simulate_logs(card_path: str | Path, profile, out: str | Path, *, episodes: 
                     for key, value in zip(("vx", "vy", "yaw_rate"), state["command"]):
                         add(f"command.{key}", value)
                 if with_obs:
-                    for i, value in enumerate(obs):
-                        add(f"obs.{i}", value)
-                after = stepper.step(action)
-                if task.step(frame, after, action, state, stepper.control_dt).terminated:
-                    terminated = True
-                    break
-                frame = after
-            path = out / f"{profile.name}-{ep:03d}{suffix}"
-            meta = {"robot": harness.scene.stem, "joints": names, "control_period": stepper.control_dt,
+                    for k, value in enumerate(obs):
+                        add(f"obs.{k}", value)
+                return raw
+
+            terminated = play(ep, logged_policy, steps)
+            path = out / f"{profile.name}-{i:03d}{suffix}"
+            meta = {"robot": harness.scene.stem, "joints": names, "control_period": ep.control_dt,
                     "card": os.path.relpath(card.path.resolve(), out.resolve()), "terminated": terminated,
-                    "source": f"crosssim logs simulate: profile {profile.name}, seed {seed}, episode {ep}"}
+                    "source": f"crosssim logs simulate: profile {profile.name}, seed {seed}, episode {i}"}
             paths.append(write_log(path, meta, rows))
     finally:
-        engine.close(model)
+        sim.close()
     return paths

@@ -15,10 +15,11 @@ from typing import Callable
 
 import numpy as np
 
-from crosssim.perturb import Perturbation
 from crosssim.policies.base import Policy
+from crosssim.runner.episode import Episode
 from crosssim.runner.harness import Harness
 from crosssim.runner.rollout import EpisodeAccount, EpisodeResult
+from crosssim.runner.simulator import Simulator
 from crosssim.runner.stepper import ControlStepper
 
 HEARTBEAT_STEPS = 100
@@ -30,61 +31,59 @@ def can_batch(engine, policy: Policy) -> bool:
     return engine.capabilities.concurrent_states and policy.batchable
 
 
-def run_episodes_lockstep(engine, model, harness: Harness, policy: Policy, slots: list[tuple[int, int, int]], *,
+def run_episodes_lockstep(sim: Simulator, harness: Harness, policy: Policy, slots: list[tuple[int, int, int]], *,
                           batch_size: int, max_steps: int | None = None, record_episode: int | None = None,
-                          profile_name: str | None = None, perturbation: Perturbation | None = None,
                           on_result: Callable[[EpisodeResult], None], heartbeat: Callable[[int], None] = lambda t: None,
                           ) -> None:
-    """Run the episodes ``slots`` = [(row, episode, seed)] together; ``on_result`` gets each as it ends."""
-    task, c = harness.task, harness.canonical
-    name = profile_name or engine.name
-    steppers, accounts, frames, states, alive = {}, {}, {}, {}, []
+    """Run the episodes ``slots`` = [(row, episode, seed)] together; ``on_result`` gets each as it ends.
+
+    Each episode steps through the same ``Episode.advance`` as ``run_episode``; only where the
+    actions come from (one policy forward for the whole batch) is this module's own.
+    """
+    episodes, accounts, alive = {}, {}, []
     for row, episode, seed in slots:
-        stepper = ControlStepper(engine, model, harness, perturbation, name=name)
-        account = EpisodeAccount(name, episode, seed, record=episode == record_episode)
-        steppers[row], accounts[row] = stepper, account
+        account = EpisodeAccount(sim.name, episode, seed, record=episode == record_episode)
+        accounts[row] = account
         try:
-            frames[row], states[row] = stepper.reset(task.initial_state(c, np.random.default_rng(seed)), [seed, 1])
+            episodes[row] = Episode(ControlStepper(sim, harness))
+            episodes[row].start(seed)
             alive.append(row)
         except Exception as exc:
             account.fail(exc)
-            on_result(account.finish(stepper.control_dt))
+            on_result(account.finish(harness.control_dt))
     policy.reset()
     obs = np.zeros((batch_size, harness.obs_size))
-    for t in range(max_steps or task.max_steps):
+
+    def end(rows, exc=None):
+        for row in rows:
+            if exc is not None:
+                accounts[row].fail(exc)
+            on_result(accounts[row].finish(harness.control_dt))
+
+    for t in range(max_steps or harness.task.max_steps):
         if not alive:
             break
         if t and t % HEARTBEAT_STEPS == 0:
             heartbeat(t)
-        ended = []
-        for row in alive:
+        for row in list(alive):
             try:
-                obs[row] = steppers[row].observe(frames[row], states[row])
+                obs[row] = episodes[row].observe()
             except Exception as exc:  # this episode's observation: only this episode fails
-                accounts[row].fail(exc)
-                ended.append(row)
-        alive = [row for row in alive if row not in ended]
+                alive.remove(row)
+                end([row], exc)
         try:
-            actions = np.asarray(policy.act(obs))
+            actions = np.asarray(policy.act(obs)) if alive else None
         except Exception as exc:  # the shared policy failed: every running episode fails with it
-            for row in alive:
-                accounts[row].fail(exc)
-            ended, alive = ended + alive, []
-        for row in alive:
-            stepper, account = steppers[row], accounts[row]
+            end(alive, exc)
+            alive = []
+        for row in list(alive):
             try:
-                action = stepper.check_action(actions[row], t)
-                after = stepper.step(action)
-                step = task.step(frames[row], after, action, states[row], stepper.control_dt)
-                account.add(t, step, after)
-                frames[row] = after
+                step = episodes[row].advance(actions[row])
+                accounts[row].add(episodes[row], step)
                 if step.terminated:
-                    ended.append(row)
+                    alive.remove(row)
+                    end([row])
             except Exception as exc:
-                account.fail(exc)
-                ended.append(row)
-        for row in ended:
-            on_result(accounts[row].finish(steppers[row].control_dt))
-        alive = [row for row in alive if row not in ended]
-    for row in alive:  # ran to the step limit
-        on_result(accounts[row].finish(steppers[row].control_dt))
+                alive.remove(row)
+                end([row], exc)
+    end(alive)  # ran to the step limit

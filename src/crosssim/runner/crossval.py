@@ -148,7 +148,7 @@ def _cache(card: Card, harness: Harness, config: CrossvalConfig):
     for e in config.engines:
         try:
             p = load_profile(e)
-            profiles[e] = {"engine": p.engine, "settings": p.settings}
+            profiles[e] = {"engine": p.engine, "settings": {**p.settings, **p.variant.settings()}}
         except CrossSimError:
             profiles[e] = None
     return ResultCache(config.cache_dir or default_root(), card=card, scene=harness.scene, max_steps=config.max_steps,

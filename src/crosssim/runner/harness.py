@@ -3,7 +3,6 @@ actuation, observation, control timing), built once from its card."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,21 +126,13 @@ class Harness:
         else:
             joints = c.actuator_joint.copy()
         h = cls(card, task, scene, c, build_actuation(card, c, joints), joints)
-        if hasattr(task, "configure"):
-            if card.control_period is None:
-                raise CardError(f"{card.path}: task {task.name} needs 'control_period' (seconds)")
-            skip = card.control_period / c.timestep
-            if not math.isclose(skip, round(skip), rel_tol=1e-6) or round(skip) < 1:
-                raise CardError(f"{card.path}: control_period {card.control_period} s is not a whole number of "
-                                f"physics steps of {c.timestep} s ({scene.name})")
-            task.frame_skip = int(round(skip))
-            task.configure(card.control_period)
-        elif card.control_period is not None:
-            period = task.frame_skip * c.timestep
-            if not math.isclose(card.control_period, period, rel_tol=1e-6):
-                raise CrossSimError(
-                    f"{card.path}: control_period {card.control_period} s does not match task {task.name}: "
-                    f"{task.frame_skip} x {c.timestep} s = {period} s")
+        if card.control_period is None and task.period_from_card:
+            raise CardError(f"{card.path}: task {task.name} needs 'control_period' (seconds)")
+        if card.control_period is not None:
+            try:
+                task.configure(card.control_period, c.timestep)
+            except CrossSimError as exc:
+                raise CardError(f"{card.path}: {exc} ({scene.name})") from None
         if card.observation.terms:
             from crosssim.sensors import SensorReader
 
@@ -173,6 +164,11 @@ class Harness:
         ctx = TermContext(a.qpos_index, a.dof_index, default, quaternion_order=o.quaternion_order,
                           sensors=self.sensors)
         return Observer(self, builder, ctx)
+
+    @property
+    def control_dt(self) -> float:
+        """Control period [s]: the task's frame skip over the scene's own physics step."""
+        return self.task.frame_skip * self.canonical.timestep
 
     @property
     def max_torque(self) -> np.ndarray:

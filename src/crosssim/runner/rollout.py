@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crosssim.engines.base import Engine, EngineProfile, get_engine
 from crosssim.errors import CrossSimError, EngineFailure
-from crosssim.perturb import Perturbation, merge_model_settings
-from crosssim.runner.harness import Harness
-from crosssim.runner.stepper import ControlStepper
 from crosssim.policies.base import Policy
+from crosssim.runner.episode import Episode, play, policy_actions
+from crosssim.runner.harness import Harness
+from crosssim.runner.simulator import Simulator
+from crosssim.runner.stepper import ControlStepper
 
 
 @dataclass
@@ -39,9 +39,11 @@ class EpisodeAccount:
         self.sums: dict[str, float] = {}
         self.traj: dict[str, list] = {"t": [], "base_z": [], "base_x": [], "qpos": []} if record else {}
 
-    def add(self, t: int, step, frame) -> None:
+    def add(self, ep, step) -> None:
+        """``play``'s per-step hook: account for the step ``ep`` just took."""
+        frame = ep.frame
         self.result.ret += step.reward
-        self.result.length = t + 1
+        self.result.length = ep.t
         for k, v in step.terms.items():
             self.sums[k] = self.sums.get(k, 0.0) + float(v)
         if self.record:
@@ -72,40 +74,17 @@ class EpisodeAccount:
         return result
 
 
-def run_episode(engine: Engine, model, harness: Harness, policy: Policy, *, episode: int, seed: int,
-                max_steps: int | None = None, record: bool = False, profile_name: str | None = None,
-                perturbation: Perturbation | None = None) -> EpisodeResult:
-    """Run one episode; engine or policy failures become ``result.failure``, never exceptions.
-
-    ``perturbation``'s harness-level parts act here; its model-level parts must already be in
-    the engine's model (``open_engine(..., perturbation)``).
-    """
-    task, c = harness.task, harness.canonical
-    name = profile_name or engine.name
-    account = EpisodeAccount(name, episode, seed, record)
-    stepper = ControlStepper(engine, model, harness, perturbation, name=name)
+def run_episode(sim: Simulator, harness: Harness, policy: Policy, *, episode: int, seed: int,
+                max_steps: int | None = None, record: bool = False) -> EpisodeResult:
+    """Run one episode of ``policy`` in ``sim`` (its variant: the model part already compiled
+    into the engine, the harness part acting here); engine or policy failures become
+    ``result.failure``, never exceptions."""
+    account = EpisodeAccount(sim.name, episode, seed, record)
     try:
-        frame, task_state = stepper.reset(task.initial_state(c, np.random.default_rng(seed)), [seed, 1])
+        ep = Episode(ControlStepper(sim, harness))
+        ep.start(seed)
         policy.reset()
-        for t in range(max_steps or task.max_steps):
-            action = stepper.check_action(policy.act(stepper.observe(frame, task_state)), t)
-            after = stepper.step(action)
-            step = task.step(frame, after, action, task_state, stepper.control_dt)
-            account.add(t, step, after)
-            frame = after
-            if step.terminated:
-                break
+        play(ep, policy_actions(policy), max_steps or harness.task.max_steps, on_step=account.add)
     except Exception as exc:
         account.fail(exc)
-    return account.finish(stepper.control_dt)
-
-
-def open_engine(profile: EngineProfile, harness: Harness, perturbation: Perturbation | None = None):
-    """(engine, model) for a profile, with the perturbation's model-level settings applied.
-
-    EngineUnavailable propagates with its install hint.
-    """
-    engine = get_engine(profile.engine)
-    if perturbation is not None and perturbation.model_settings():
-        profile = EngineProfile(profile.name, profile.engine, merge_model_settings(profile.settings, perturbation))
-    return engine, engine.load(harness.scene, profile)
+    return account.finish(harness.control_dt)

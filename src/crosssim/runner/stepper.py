@@ -6,6 +6,7 @@ class, so a perturbation means the same thing in both.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import numpy as np
@@ -13,26 +14,49 @@ import numpy as np
 from crosssim.engines.base import check_finite
 from crosssim.errors import CrossSimError
 from crosssim.frame import InitialState, SimFrame
-from crosssim.perturb import ActuatorChain, Perturbation, with_profile
+from crosssim.perturb import ActuatorChain
+from crosssim.runner.simulator import Simulator
+
+
+def frame_skip(control_dt: float, physics_dt: float, name: str) -> int:
+    """Physics steps per control period; CrossSimError when the period is not a whole number of
+    steps (a profile timestep that does not divide the card's control period)."""
+    skip = control_dt / physics_dt
+    if not math.isclose(skip, round(skip), rel_tol=1e-9) or round(skip) < 1:
+        raise CrossSimError(f"{name}: the control period {control_dt:g} s is not a whole number of physics steps "
+                            f"of {physics_dt:g} s; choose a timestep that divides it")
+    return int(round(skip))
 
 
 class ControlStepper:
-    def __init__(self, engine, model, harness, perturbation: Perturbation | None = None, *, name: str | None = None):
-        self.engine, self.model, self.harness = engine, model, harness
-        # A profile's harness-level settings (a calibrated motor strength, latency) act like a
-        # perturbation that every condition starts from.
-        profile = getattr(model, "profile", None)
-        self.p = with_profile(perturbation or Perturbation(), getattr(profile, "settings", None))
-        self.name = name or engine.name
-        c, task = harness.canonical, harness.task
-        self.substeps = task.frame_skip * self.p.dt_divisor
-        self.physics_dt = c.timestep / self.p.dt_divisor
-        self.control_dt = task.frame_skip * c.timestep
+    """Drives one engine state through control periods of the harness's task.
+
+    The harness part of the variant comes from ``sim.variant.harness``; the physics step from
+    the compiled model (``sim.physics_dt``), so a profile timestep keeps the control period.
+    """
+
+    def __init__(self, sim: Simulator, harness):
+        self.sim, self.harness = sim, harness
+        self.engine, self.model, self.name = sim.engine, sim.model, sim.name
+        self.p = sim.variant.harness
+        c = harness.canonical
+        self.control_dt = harness.control_dt
+        self.physics_dt = sim.physics_dt
+        self.substeps = frame_skip(self.control_dt, self.physics_dt, sim.name)
         self.state = None
         self._noise: np.random.Generator | None = None  # set at reset when observations are noisy
         self._pending: deque = deque()
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
         self.observer = harness.observer()
+
+    def queue_actions(self, actions) -> None:
+        """Set the actions still in flight in the latency queue (oldest first, one per step of
+        latency): a replay that starts mid-log hands over the logged ones."""
+        actions = list(actions)
+        if len(actions) != self.p.action_latency:
+            raise CrossSimError(f"{self.name}: {len(actions)} actions in flight for a latency of "
+                                f"{self.p.action_latency} steps")
+        self._pending = deque(np.asarray(a, dtype=float) for a in actions)
 
     def reset(self, initial: InitialState, noise_seed) -> tuple[SimFrame, dict]:
         """Reset engine, task and observation state; return the first frame and the task state."""

@@ -56,7 +56,8 @@ def execute_job(job: EngineJob, emit) -> None:
     from crosssim.policies import load_policy
     from crosssim.profiles import load_profile
     from crosssim.runner.batched import can_batch, run_episodes_lockstep
-    from crosssim.runner.rollout import Harness, open_engine, run_episode
+    from crosssim.runner.rollout import Harness, run_episode
+    from crosssim.runner.simulator import open_engine
 
     def fail(exc: Exception) -> None:
         if isinstance(exc, CrossSimError):
@@ -78,30 +79,28 @@ def execute_job(job: EngineJob, emit) -> None:
         if not todo and not perturbation.is_nominal:
             continue
         try:
-            engine, model = open_engine(profile, harness, perturbation)
+            sim = open_engine(profile, harness.scene, perturbation)
         except Exception as exc:
             fail(exc)
             return
         try:
             if perturbation.is_nominal:
-                emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in engine.audit(model)])
+                emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in sim.engine.audit(sim.model)])
             record = job.episodes[0][0] if job.record and perturbation.is_nominal else None
-            if job.batch and can_batch(engine, policy):
+            if job.batch and can_batch(sim.engine, policy):
                 rows = {i: k for k, (i, _) in enumerate(job.episodes)}
                 run_episodes_lockstep(
-                    engine, model, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
-                    max_steps=job.max_steps, record_episode=record, profile_name=job.profile, perturbation=perturbation,
+                    sim, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
+                    max_steps=job.max_steps, record_episode=record,
                     on_result=lambda r, c=condition: emit("row", dataclasses.asdict(r) | {"condition": c}),
                     heartbeat=lambda t: emit("progress", t))
                 continue
             for episode, seed in todo:
-                result = run_episode(engine, model, harness, policy, episode=episode, seed=seed,
-                                     max_steps=job.max_steps,
-                                     record=episode == record,
-                                     profile_name=job.profile, perturbation=perturbation)
+                result = run_episode(sim, harness, policy, episode=episode, seed=seed, max_steps=job.max_steps,
+                                     record=episode == record)
                 emit("row", dataclasses.asdict(result) | {"condition": condition})
         finally:
-            engine.close(model)
+            sim.close()
     import resource
 
     emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from crosssim.errors import CrossSimError
 from crosssim.frame import InitialState, SimFrame
 from crosssim.scene import CanonicalModel
 
@@ -25,11 +27,21 @@ class Task:
     scene: str = ""
     """MJCF reference (``gymnasium:hopper.xml`` or a path)."""
     frame_skip: int = 1
-    """Physics steps per control step (the control period is frame_skip x timestep)."""
+    """Physics steps of the scene per control step (the control period is frame_skip x timestep)."""
+    period_from_card: bool = False
+    """Whether the control period comes from the card (``configure``) instead of ``frame_skip``."""
     max_steps: int = 1000
     """Control steps per episode (gymnasium's TimeLimit)."""
     needs_contacts: bool = False
     """Whether observation or reward read ``SimFrame.body_ext_wrench``."""
+
+    def configure(self, control_period: float, timestep: float) -> None:
+        """Adopt a card's control period [s] over the scene's physics step [s]. A task with a fixed
+        ``frame_skip`` only checks that they agree; raises CrossSimError when they do not."""
+        period = self.frame_skip * timestep
+        if not math.isclose(control_period, period, rel_tol=1e-6):
+            raise CrossSimError(f"control_period {control_period} s does not match task {self.name}: "
+                                f"{self.frame_skip} x {timestep} s = {period} s")
 
     def observation_size(self, c: CanonicalModel) -> int:
         raise NotImplementedError

@@ -8,9 +8,11 @@ energy. Observations come from the card's terms (crosssim.observations), not fro
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from crosssim.errors import CardError
+from crosssim.errors import CardError, CrossSimError
 from crosssim.frame import InitialState, quat_to_matrix
 from crosssim.tasks.base import StepResult, Task
 
@@ -30,8 +32,15 @@ class Locomotion(Task):
         self.min_base_height, self.max_tilt = min_base_height, float(max_tilt)
         self.reset_noise, self.sigma = float(reset_noise), float(tracking_sigma)
 
-    def configure(self, control_period: float) -> None:
-        """Set episode length and frame skip from the card's control period."""
+    period_from_card = True
+
+    def configure(self, control_period: float, timestep: float) -> None:
+        """Set frame skip and episode length from the card's control period."""
+        skip = control_period / timestep
+        if not math.isclose(skip, round(skip), rel_tol=1e-6) or round(skip) < 1:
+            raise CrossSimError(f"control_period {control_period} s is not a whole number of physics steps of "
+                                f"{timestep} s")
+        self.frame_skip = int(round(skip))
         self.max_steps = max(1, int(round(self.episode_seconds / control_period)))
 
     def observation_size(self, c) -> int:  # observations come from the card's terms

@@ -1,0 +1,42 @@
+"""One engine column opened under one variant: the engine, its model, and what the control step
+needs to know about them (the harness part of the variant, the compiled physics step)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from crosssim.engines.base import Engine, EngineProfile, get_engine
+from crosssim.perturb import Perturbation
+from crosssim.profiles import check_settings
+from crosssim.variant import Variant, compile_model
+
+
+@dataclass
+class Simulator:
+    """An engine with a model built from a compiled variant; ``close()`` releases it."""
+
+    engine: Engine
+    model: Any
+    """The engine's model handle (``engine.load``'s result)."""
+    name: str
+    """Column name (the profile's), used in failure messages and rows."""
+    variant: Variant
+    """Calibration with the perturbation on top; its model part is already in ``model``."""
+    physics_dt: float
+    """Physics step [s] of the compiled model the engine was built from."""
+
+    def close(self) -> None:
+        self.engine.close(self.model)
+
+
+def open_engine(profile: EngineProfile, scene, perturbation: Perturbation | Variant | None = None) -> Simulator:
+    """Compile ``scene`` with the profile's variant and ``perturbation`` on top, and build the
+    engine from it. EngineUnavailable propagates with its install hint; settings the engine does
+    not read are refused naming the profile file."""
+    engine = get_engine(profile.engine)
+    check_settings(profile, engine)
+    top = perturbation.variant() if isinstance(perturbation, Perturbation) else perturbation or Variant()
+    variant = profile.variant.then(top)
+    compiled = compile_model(scene, variant.model)
+    return Simulator(engine, engine.load(compiled, profile), profile.name, variant, compiled.timestep)

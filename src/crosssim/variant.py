@@ -1,0 +1,279 @@
+"""A variant of the physics: a calibration with a perturbation on top, typed, compiled once.
+
+A :class:`Variant` has a model part (:class:`ModelVariant`: timestep, masses, friction, joint
+parameters), compiled by :func:`compile_model` into the one MuJoCo model every engine adapter
+builds from, and a harness part (:class:`HarnessVariant`: motor strength, lag, torque limit,
+latency, observation noise) that the control step applies identically in every engine.
+
+Adding a model perturbation is one field on :class:`ModelVariant` (its ``compose`` rule in the
+field's metadata) and one function registered with :func:`model_axis`; third parties register
+theirs through the ``crosssim.perturbations`` entry-point group (docs/engines.md, "Adding a
+perturbation").
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from crosssim.errors import CrossSimError
+
+SCALE, ADD, MIN, OVERRIDE = "scale", "add", "min", "override"
+"""How a perturbation's value composes with a calibration's: multiply, add, take the tighter
+limit, or replace."""
+
+
+def _axis(default, compose: str, doc: str = ""):
+    return field(default=default, metadata={"compose": compose, "doc": doc})
+
+
+@dataclass(frozen=True)
+class ModelVariant:
+    """Changes to the compiled MuJoCo model; each field is applied by its registered function."""
+
+    timestep: float | None = _axis(None, OVERRIDE)
+    """Physics step [s] replacing the scene's ``<option timestep>`` (None: the scene's)."""
+    dt_divisor: int = _axis(1, SCALE)
+    """Physics timestep divided by this; the control period stays, so frame skip grows by it."""
+    friction_scale: float = _axis(1.0, SCALE)
+    """Scale on every geom's sliding friction."""
+    mass_scale: float = _axis(1.0, SCALE)
+    """Scale on every body's mass and inertia."""
+    damping_scale: float = _axis(1.0, SCALE)
+    """Scale on every dof's viscous damping."""
+    armature_scale: float = _axis(1.0, SCALE)
+    """Scale on every dof's armature (rotor inertia)."""
+    frictionloss_scale: float = _axis(1.0, SCALE)
+    """Scale on every dof's dry friction."""
+    extra: tuple[tuple[str, float], ...] = ()
+    """Plugin perturbations (``crosssim.perturbations`` entry points): (name, value), by name."""
+
+
+@dataclass(frozen=True)
+class HarnessVariant:
+    """Changes the shared control step applies (crosssim.perturb.ActuatorChain, the stepper)."""
+
+    motor_strength: float = _axis(1.0, SCALE)
+    """Scale on every joint torque (0.8 = motors 20% weaker)."""
+    motor_lag: float = _axis(0.0, ADD)
+    """First-order lag time constant on applied torques [s]."""
+    torque_limit: float | None = _axis(None, MIN)
+    """Clip torques to this fraction of each actuator's maximum (gear x ctrl range)."""
+    action_latency: int = _axis(0, ADD)
+    """Actions reach the motors this many control steps late."""
+    obs_noise: float = _axis(0.0, ADD)
+    """Standard deviation of Gaussian noise added to every observation value (raw units)."""
+
+
+def _compose(rule: str, base, top):
+    if rule == SCALE:
+        return type(top)(top * base)
+    if rule == ADD:
+        return top + base
+    if rule == MIN:
+        return base if top is None else top if base is None else min(base, top)
+    return base if top is None else top  # OVERRIDE
+
+
+def _then(base, top):
+    """``top`` applied on top of ``base`` (same dataclass), field by field."""
+    out = {}
+    for f in fields(base):
+        if f.name == "extra":
+            merged = dict(base.extra)
+            for name, value in top.extra:
+                merged[name] = _compose(perturbation_axes()[name].compose, merged[name], value) if name in merged else value
+            out["extra"] = tuple(sorted(merged.items()))
+        else:
+            out[f.name] = _compose(f.metadata["compose"], getattr(base, f.name), getattr(top, f.name))
+    return type(base)(**out)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Calibration and perturbation of one engine column, split where each one acts."""
+
+    model: ModelVariant = ModelVariant()
+    harness: HarnessVariant = HarnessVariant()
+
+    def then(self, top: "Variant") -> "Variant":
+        """``top`` on top of this one: scales multiply, latencies and lags add, torque limits take
+        the tighter, a timestep replaces. A perturbation of a calibrated profile is thus a gap
+        from the calibrated model, not from the canonical one."""
+        return Variant(_then(self.model, top.model), _then(self.harness, top.harness))
+
+    def settings(self) -> dict:
+        """The non-default values as flat profile settings (what a profile YAML would hold)."""
+        out = {}
+        for part in (self.model, self.harness):
+            for f in fields(part):
+                value = getattr(part, f.name)
+                if f.name == "extra":
+                    out.update(value)
+                elif value != f.default:
+                    out[f.name] = value
+        return out
+
+    @classmethod
+    def from_settings(cls, settings: dict, where: str) -> "Variant":
+        """The variant named by flat ``settings`` (a profile's); raises CrossSimError naming
+        ``where`` for a value of the wrong kind. Keys that are not variant axes are ignored."""
+        parts: dict[str, dict] = {"model": {}, "harness": {}}
+        extra = {}
+        plugins = perturbation_axes()
+        for key, value in settings.items():
+            part = "model" if key in MODEL_FIELDS else "harness" if key in HARNESS_FIELDS else None
+            try:
+                if part is not None:
+                    parts[part][key] = _typed(key, value)
+                elif key in plugins:
+                    extra[key] = float(value)
+            except (TypeError, ValueError):
+                raise CrossSimError(f"{where}: setting {key!r} must be a number, not {value!r}") from None
+        return cls(ModelVariant(**parts["model"], extra=tuple(sorted(extra.items()))),
+                   HarnessVariant(**parts["harness"]))
+
+
+MODEL_FIELDS = {f.name for f in fields(ModelVariant)} - {"extra"}
+HARNESS_FIELDS = {f.name for f in fields(HarnessVariant)}
+_INTEGER = {"dt_divisor", "action_latency"}
+
+
+def _typed(key: str, value):
+    if value is None and key in ("timestep", "torque_limit"):
+        return None
+    if isinstance(value, bool):
+        raise TypeError(key)
+    if key in _INTEGER:
+        if float(value) != int(value):
+            raise ValueError(key)
+        return int(value)
+    return float(value)
+
+
+def variant_keys() -> set[str]:
+    """Every profile setting a variant reads (built-in axes and installed plugins)."""
+    return MODEL_FIELDS | HARNESS_FIELDS | set(perturbation_axes())
+
+
+# -- model axes: one function per ModelVariant field ---------------------------------------------
+
+MODEL_AXES: dict[str, Callable[[Any, Any], None]] = {}
+"""ModelVariant field -> function(mj_model, value) applying a non-default value in place."""
+
+
+def model_axis(name: str):
+    """Register the function that applies ModelVariant field ``name`` to a MuJoCo model."""
+    def register(fn):
+        MODEL_AXES[name] = fn
+        return fn
+    return register
+
+
+@model_axis("timestep")
+def _timestep(m, value: float) -> None:
+    m.opt.timestep = float(value)
+
+
+@model_axis("dt_divisor")
+def _dt_divisor(m, value: int) -> None:
+    m.opt.timestep = m.opt.timestep / value
+
+
+@model_axis("friction_scale")
+def _friction(m, value: float) -> None:
+    m.geom_friction[:, 0] = m.geom_friction[:, 0] * value
+
+
+@model_axis("mass_scale")
+def _mass(m, value: float) -> None:
+    m.body_mass[:] = m.body_mass * value
+    m.body_inertia[:] = m.body_inertia * value
+
+
+@model_axis("damping_scale")
+def _damping(m, value: float) -> None:
+    m.dof_damping[:] = m.dof_damping * value
+
+
+@model_axis("armature_scale")
+def _armature(m, value: float) -> None:
+    m.dof_armature[:] = m.dof_armature * value
+
+
+@model_axis("frictionloss_scale")
+def _frictionloss(m, value: float) -> None:
+    m.dof_frictionloss[:] = m.dof_frictionloss * value
+
+
+@dataclass(frozen=True)
+class PerturbationAxis:
+    """A model perturbation from outside crosssim (entry point ``crosssim.perturbations``)."""
+
+    apply: Callable[[Any, float], None]
+    """function(mj_model, value) changing the MuJoCo model in place."""
+    compose: str = SCALE
+    """How a perturbation composes with a calibration: ``scale`` (multiply) or ``add``."""
+    doc: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def perturbation_axes() -> dict[str, PerturbationAxis]:
+    """Installed plugin perturbations, by the profile setting that names them."""
+    from importlib.metadata import entry_points
+
+    out = {}
+    for ep in entry_points(group="crosssim.perturbations"):
+        if ep.name in MODEL_FIELDS or ep.name in HARNESS_FIELDS:
+            raise CrossSimError(f"perturbation plugin {ep.value}: {ep.name!r} is a built-in perturbation; rename it")
+        module_name, _, attr = ep.value.partition(":")
+        try:
+            target = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise CrossSimError(f"perturbation plugin {ep.name} ({ep.value}) cannot be loaded: {exc}") from None
+        if not isinstance(target, PerturbationAxis):
+            raise CrossSimError(f"perturbation plugin {ep.name} ({ep.value}) is not a crosssim.variant.PerturbationAxis")
+        out[ep.name] = target
+    return out
+
+
+# -- compile ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CompiledModel:
+    """A scene compiled by MuJoCo with a model variant applied: what every adapter builds from.
+
+    ``mj`` is a fresh ``MjModel`` per :func:`compile_model` call; the adapter that receives it
+    may adopt it (switch native actuators off, set solver options).
+    """
+
+    scene: Path
+    """The MJCF file (adapters with their own importer read it too)."""
+    mj: Any
+    """``mujoco.MjModel`` with the variant applied."""
+    variant: ModelVariant
+
+    @property
+    def timestep(self) -> float:
+        """Physics step [s] of this compiled model (the scene's, with the variant applied)."""
+        return float(self.mj.opt.timestep)
+
+
+def compile_model(scene: Path, variant: ModelVariant = ModelVariant()) -> CompiledModel:
+    """Compile ``scene`` with MuJoCo and apply ``variant``'s timestep, masses, friction and joint
+    parameters once, in field order (an absolute timestep before its divisor)."""
+    from crosssim.scene import load_mujoco_model
+
+    m = load_mujoco_model(Path(scene))
+    for f in fields(variant):
+        value = getattr(variant, f.name)
+        if f.name != "extra" and value != f.default:
+            MODEL_AXES[f.name](m, value)
+    axes = perturbation_axes()
+    for name, value in variant.extra:
+        axes[name].apply(m, value)
+    return CompiledModel(Path(scene), m, variant)
+
