@@ -251,7 +251,8 @@ def test_perturbation_plugin_from_outside_the_package(tmp_path):
     args = ["crossval", "--policy", _card(tmp_path), "--engines", "mujoco,mujoco-heavy", "--episodes", "2",
             "--max-steps", "100", "--no-risk", "--no-report", "--no-cache"]
     out = tmp_path / "run"
-    proc = _run([*args, "--out", out], {"PYTHONPATH": str(site), "CROSSSIM_SIMULATORS": str(sims)})
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    proc = _run([*args, "--out", out], {"PYTHONPATH": path, "CROSSSIM_SIMULATORS": str(sims)})
     assert proc.returncode == 0, proc.stderr
     df = pd.read_parquet(out / "results.parquet")
     assert df.failure.isna().all()
