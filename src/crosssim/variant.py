@@ -13,13 +13,12 @@ perturbation").
 
 from __future__ import annotations
 
-import functools
-import importlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
 from crosssim.errors import CrossSimError
+from crosssim.registry import Registry
 
 SCALE, ADD, MIN, OVERRIDE = "scale", "add", "min", "override"
 """How a perturbation's value composes with a calibration's: multiply, add, take the tighter
@@ -85,7 +84,7 @@ def _then(base, top):
         if f.name == "extra":
             merged = dict(base.extra)
             for name, value in top.extra:
-                merged[name] = _compose(perturbation_axes()[name].compose, merged[name], value) if name in merged else value
+                merged[name] = _compose(perturbation_axis(name).compose, merged[name], value) if name in merged else value
             out["extra"] = tuple(sorted(merged.items()))
         else:
             out[f.name] = _compose(f.metadata["compose"], getattr(base, f.name), getattr(top, f.name))
@@ -123,7 +122,7 @@ class Variant:
         ``where`` for a value of the wrong kind. Keys that are not variant axes are ignored."""
         parts: dict[str, dict] = {"model": {}, "harness": {}}
         extra = {}
-        plugins = perturbation_axes()
+        plugins = PERTURBATIONS.targets()
         for key, value in settings.items():
             part = "model" if key in MODEL_FIELDS else "harness" if key in HARNESS_FIELDS else None
             try:
@@ -156,7 +155,7 @@ def _typed(key: str, value):
 
 def variant_keys() -> set[str]:
     """Every profile setting a variant reads (built-in axes and installed plugins)."""
-    return MODEL_FIELDS | HARNESS_FIELDS | set(perturbation_axes())
+    return MODEL_FIELDS | HARNESS_FIELDS | set(PERTURBATIONS.targets())
 
 
 # -- model axes: one function per ModelVariant field ---------------------------------------------
@@ -220,24 +219,19 @@ class PerturbationAxis:
     doc: str = ""
 
 
-@functools.lru_cache(maxsize=1)
-def perturbation_axes() -> dict[str, PerturbationAxis]:
-    """Installed plugin perturbations, by the profile setting that names them."""
-    from importlib.metadata import entry_points
+PERTURBATIONS = Registry("perturbation", "crosssim.perturbations", {})
+"""Plugin model perturbations by the profile setting that names them (each a PerturbationAxis)."""
 
-    out = {}
-    for ep in entry_points(group="crosssim.perturbations"):
-        if ep.name in MODEL_FIELDS or ep.name in HARNESS_FIELDS:
-            raise CrossSimError(f"perturbation plugin {ep.value}: {ep.name!r} is a built-in perturbation; rename it")
-        module_name, _, attr = ep.value.partition(":")
-        try:
-            target = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise CrossSimError(f"perturbation plugin {ep.name} ({ep.value}) cannot be loaded: {exc}") from None
-        if not isinstance(target, PerturbationAxis):
-            raise CrossSimError(f"perturbation plugin {ep.name} ({ep.value}) is not a crosssim.variant.PerturbationAxis")
-        out[ep.name] = target
-    return out
+
+def perturbation_axis(name: str) -> PerturbationAxis:
+    """The installed plugin perturbation ``name`` (imported on first use)."""
+    if name in MODEL_FIELDS or name in HARNESS_FIELDS:
+        raise CrossSimError(f"perturbation plugin {name!r} has the name of a built-in perturbation; rename it")
+    axis = PERTURBATIONS.load(name)
+    if not isinstance(axis, PerturbationAxis):
+        raise CrossSimError(f"perturbation plugin {name!r} ({PERTURBATIONS.targets()[name]}) is not a "
+                            "crosssim.variant.PerturbationAxis")
+    return axis
 
 
 # -- compile ------------------------------------------------------------------------------------
@@ -272,8 +266,7 @@ def compile_model(scene: Path, variant: ModelVariant = ModelVariant()) -> Compil
         value = getattr(variant, f.name)
         if f.name != "extra" and value != f.default:
             MODEL_AXES[f.name](m, value)
-    axes = perturbation_axes()
     for name, value in variant.extra:
-        axes[name].apply(m, value)
+        perturbation_axis(name).apply(m, value)
     return CompiledModel(Path(scene), m, variant)
 
