@@ -82,7 +82,7 @@ def test_gate_and_report_on_a_run_folder_from_before_the_schema(tmp_path):
     for args in (["gate", "--run", str(tmp_path)], ["report", str(tmp_path)]):
         proc = subprocess.run([sys.executable, "-m", "crosssim.cli", *args], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-        assert proc.stderr.strip() == (f"crosssim: error: run folder {tmp_path} was written by crosssim 0.1.0 schema "
+        assert proc.stderr.strip().splitlines()[-1] == (f"crosssim: error: run folder {tmp_path} was written by crosssim 0.1.0 schema "
                                        f"none; this crosssim reads schema {SCHEMA_VERSION}; rerun crossval")
 
 
