@@ -155,6 +155,17 @@ def cmd_report(args) -> int:
     return EXIT_OK
 
 
+def _interrupt_on_sigterm() -> None:
+    import signal
+    import threading
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def cmd_gate(args) -> int:
     import contextlib
     import os
@@ -169,6 +180,7 @@ def cmd_gate(args) -> int:
 
     engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
     base_ref = getattr(args, "base", None) or args.baseline_ref
+    _interrupt_on_sigterm()  # a cancelled CI job still removes the base tree it extracted
 
     def evaluate(policy: str, out: str | None, side: str):
         # Never trust code from the evaluated files: the gate runs on pull requests. Each side

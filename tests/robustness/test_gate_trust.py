@@ -21,7 +21,7 @@ from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskPro
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "policy-gate.yml"
-ODD_NAMES = ["é-policy", "tab\tname", 'quote"name', "space name", "new\nline"]
+ODD_NAMES = ["é-policy", "tab\tname", 'quote"name', "space name", "new\nline", os.fsdecode(b"not-utf8-\xff")]
 
 
 def _git(repo, *args):
@@ -272,7 +272,7 @@ def _pr_with_odd_names(tmp_path, good_policy) -> Path:
     _git(repo, "commit", "-qm", "base")
     _git(repo, "checkout", "-q", "-b", "pr")
     for name in ODD_NAMES:
-        _policy(repo / "policies" / name, good_policy)
+        _policy(repo / "policies" / name, good_policy, name="odd")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "odd names")
     return repo
@@ -285,8 +285,9 @@ def test_changed_policies_lists_every_name(tmp_path, good_policy):
     assert proc.returncode == 0, proc.stderr
     got = sorted(os.fsdecode(p) for p in proc.stdout.split(b"\0") if p)
     assert got == sorted(str(repo / "policies" / n / "card.yaml") for n in ODD_NAMES)
-    text = cli("changed-policies", "--base", "main", cwd=repo, env=_env(tmp_path))
+    text = cli("changed-policies", "--base", "main", cwd=repo, env=_env(tmp_path))  # escaped, one line each
     assert text.returncode == 0 and len(text.stdout.splitlines()) == len(ODD_NAMES), text.stdout
+    assert "new\\x0aline" in text.stdout and "not-utf8-\\udcff" in text.stdout
 
 
 def test_changed_policies_fails_when_base_is_missing(tmp_path, good_policy):
@@ -413,3 +414,30 @@ def test_lone_surrogate_card_name_runs_to_the_end(tmp_path, good_policy):
     for line in (proc.stdout + proc.stderr).splitlines():
         assert not line.lstrip().startswith("::"), line
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["policy"] == "\\ud800 \\x0a::warning::x"
+
+
+def test_cancelled_gate_removes_the_base_tree(tmp_path, good_policy):
+    """SIGTERM (a cancelled CI job) midway through the PR's evaluation: the extracted base tree goes."""
+    import signal
+    import time
+
+    repo = _repo(tmp_path, good_policy)
+    _policy(repo / "policies" / "p", good_policy)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "crosssim.cli", "gate", "--policy", "policies/p/card.yaml",
+                             "--baseline-ref", "main", "--engines", "mujoco", "--episodes", "3",
+                             "--out", str(tmp_path / "out")], cwd=repo, env=_env(tmp_path, TMPDIR=str(tmp)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp.glob("crosssim-base-*")):
+        time.sleep(0.05)
+    assert list(tmp.glob("crosssim-base-*")), "the base tree never appeared"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err, err
+    assert not list(tmp.glob("crosssim-base-*"))

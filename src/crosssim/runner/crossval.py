@@ -70,7 +70,8 @@ class CrossvalConfig:
     cache: bool = True
     """Reuse per-episode results computed before with identical inputs (resume after an interruption)."""
     cache_dir: str | None = None
-    """Where cached rows live; default $CROSSSIM_CACHE, else ~/.cache/crosssim/rows (never inside the checkout)."""
+    """Where cached rows live; default $CROSSSIM_CACHE, else $XDG_CACHE_HOME/crosssim/rows or
+    ~/.cache/crosssim/rows (never inside the checkout)."""
     risk: bool = True
     """Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md)."""
     real: str | None = None
