@@ -181,6 +181,9 @@ def cmd_gate(args) -> int:
     engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
     base_ref = getattr(args, "base", None) or args.baseline_ref
     _interrupt_on_sigterm()  # a cancelled CI job still removes the base tree it extracted
+    # Engine workers start as `python -c ...` in the checkout under review, which would put it
+    # first on their sys.path: a pull request's top-level multiprocessing/ would run in them.
+    os.environ["PYTHONSAFEPATH"] = "1"
 
     def evaluate(policy: str, out: str | None, side: str):
         # Never trust code from the evaluated files: the gate runs on pull requests. Each side

@@ -52,6 +52,14 @@ def cli(*args, cwd, env, timeout=600):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def console_script(tmp_path, *args, cwd, env, timeout=600):
+    """Like the installed ``crosssim`` command: a script file, so the current folder is not on sys.path."""
+    script = tmp_path / "crosssim-script.py"
+    script.write_text("import sys\nfrom crosssim.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
+    return subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
 def assert_one_line_error(proc, *needles):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -100,10 +108,12 @@ def test_pr_cannot_choose_thresholds_profiles_or_cached_rows(tmp_path, good_poli
     _git(repo, "checkout", "-q", "-b", "pr")
     (repo / "crosssim.toml").write_text("[gate]\nmin_reference_return = -1.0\nmax_risk = 10.0\nwarn_risk = 10.0\n"
                                         "max_engine_drop = 10.0\nmax_regression = 10.0\n")
-    marker = tmp_path / "worker-ran"
+    marker = tmp_path / "pr-code-ran"
     (repo / "tools").mkdir()
-    (repo / "tools" / "worker").write_text(f"#!/bin/sh\ntouch '{marker}'\n")
+    (repo / "tools" / "worker").write_text(f"#!/bin/sh\necho worker > '{marker}'\n")
     (repo / "tools" / "worker").chmod(0o755)
+    (repo / "multiprocessing").mkdir()  # shadows the stdlib in `python -c` workers started in the checkout
+    (repo / "multiprocessing" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('shadow')\n")
     (repo / "simulators").mkdir()
     (repo / "simulators" / "mujoco.yaml").write_text("engine: mujoco\npython: tools/worker\n")
     (repo / "policies" / "p" / "vecnormalize.json").write_text(json.dumps({"mean": [5.0] * 11, "var": [0.01] * 11}))
@@ -119,13 +129,14 @@ def test_pr_cannot_choose_thresholds_profiles_or_cached_rows(tmp_path, good_poli
     env.pop("CROSSSIM_CACHE", None)
     before = _snapshot(repo)
     out = tmp_path / "out"
-    proc = cli("gate", "--policy", "policies/p/card.yaml", "--baseline-ref", "main", "--engines", "mujoco",
-               "--episodes", "1", "--out", out, "--junit", tmp_path / "gate.xml", cwd=repo, env=env)
+    proc = console_script(tmp_path, "gate", "--policy", "policies/p/card.yaml", "--baseline-ref", "main",
+                          "--engines", "mujoco", "--episodes", "1", "--out", out, "--junit", tmp_path / "gate.xml",
+                          cwd=repo, env=env)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 2, proc.stdout + proc.stderr  # FAIL: the base's minimum return
     shown = proc.stdout.replace("\\", "")  # Markdown escapes
     assert "minimum 1000000.0" in shown
-    assert not marker.exists(), "the PR's engine worker ran"
+    assert not marker.exists(), "code from the PR ran: " + marker.read_text()
     regression = next(line for line in shown.splitlines() if "regression vs baseline" in line)
     assert "(+0.0%)" not in regression and "(-0.0%)" not in regression, regression  # baseline rows are its own
     assert (cache / "crosssim" / "rows" / "gate" / "pr").is_dir()
