@@ -32,3 +32,49 @@ def test_install_hints_name_extras_pyproject_declares():
     assert install_hint("pybullet") == "pip install 'crosssim[pybullet]'"
     assert "crosssim[" not in install_hint("mujoco")  # a core dependency, not an extra
     assert install_hint("not-a-crosssim-dependency") == "pip install not-a-crosssim-dependency"
+
+
+def _help(command: str) -> str:
+    import argparse
+
+    from crosssim.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return " ".join(sub.choices[command].format_help().split())  # one line: wrapping is not content
+
+
+def test_cli_defaults_are_the_configs_defaults():
+    from crosssim.cli import GateArgs, build_parser
+    from crosssim.options import from_args
+    from crosssim.runner.crossval import CrossvalConfig
+    from crosssim.train import TrainConfig
+
+    parser = build_parser()
+    assert from_args(CrossvalConfig, parser.parse_args(["crossval", "--policy", "p.yaml"])) == CrossvalConfig("p.yaml")
+    assert from_args(TrainConfig, parser.parse_args(["train"])) == TrainConfig()
+    gate = from_args(GateArgs, parser.parse_args(["gate"]))
+    default = CrossvalConfig("p.yaml")
+    assert (gate.engines, gate.episodes, gate.seed) == (default.engines, default.episodes, default.seed)
+    # Flags reach the config (a negated bool included).
+    got = from_args(CrossvalConfig, parser.parse_args(["crossval", "--policy", "p", "--engines", "mujoco, pybullet",
+                                                       "--no-cache", "--address", "ray://h:10001", "--seed", "7"]))
+    assert (got.engines, got.cache, got.ray_address, got.seed) == (("mujoco", "pybullet"), False, "ray://h:10001", 7)
+    assert parser.parse_args(["report", "run", "--no-filmstrips"]).filmstrips is False
+
+
+def test_help_tells_the_truth():
+    text = _help("crossval")
+    assert "--no-cache Recompute every episode: read no cached row and store none." in text
+    assert "--ray-address" not in text and "--address for a cluster" in text
+    assert "--episodes EPISODES Episodes per engine. (default: 10)" in text
+    assert "--engines ENGINES" in text and "(default: mujoco,pybullet,newton-mujoco-warp)" in text
+    assert "--algo" not in _help("train") and "(default: 100000)" in _help("train")
+    assert "exit 4 if one does not match" in _help("audit")
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith(f"crosssim {version('crosssim')} ")

@@ -1,7 +1,9 @@
-"""Command line: ``crosssim crossval | audit | engines | tasks``.
+"""Command line: ``crosssim crossval | audit | report | gate | changed-policies | train | engines | tasks``.
 
-Errors crosssim can explain (CrossSimError) print one line naming the file and the fix and exit
-with status 1; a traceback means a bug in crosssim.
+Each command's flags, defaults and help come from one typed config (a frozen dataclass, see
+crosssim.options). A bad value is one line and exit status 2; errors crosssim can explain
+(CrossSimError) print one line naming the file and the fix and exit with status 1; a traceback
+means a bug in crosssim.
 """
 
 from __future__ import annotations
@@ -9,28 +11,66 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from dataclasses import dataclass
 
+from crosssim import options
 from crosssim.errors import CrossSimError
+from crosssim.options import Parser, add_options, from_args, option, same_as
+from crosssim.runner.crossval import CrossvalConfig
 from crosssim.text import printable
+from crosssim.train import TrainConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH = 0, 1, 2, 4
 """Exit statuses: success; an error crosssim explains; a bad command line (argparse's 2); ``audit`` found a
 parameter an engine does not reproduce (3 is the gate's WARN, see crosssim.gate)."""
 
 
-def _help(cls, name: str) -> str:
-    """Field docstring of a config dataclass (the one source of help text)."""
-    import ast
-    import inspect
+@dataclass(frozen=True)
+class CrossvalOutput:
+    """How ``crossval`` talks while it runs (the run itself is CrossvalConfig)."""
 
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body
-    for i, node in enumerate(body):
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name:
-            nxt = body[i + 1] if i + 1 < len(body) else None
-            if isinstance(nxt, ast.Expr) and isinstance(getattr(nxt, "value", None), ast.Constant):
-                return str(nxt.value.value)
-    return ""
+    quiet: bool = option(False, help="No progress lines on stderr.")
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    robot: str = option(help="MJCF path or gymnasium:<file>.xml.")
+    engines: tuple[str, ...] = option(("mujoco", "pybullet"), parse=options.engine_names,
+                                      help="Engine profiles to audit, comma-separated.")
+    all: bool = option(False, help="Print matching rows too.")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    dir: str = option(positional=True, help="A crossval output folder (holding summary.json).")
+    filmstrips: bool = option(True, off="Skip rendering frames.", help="Render filmstrips of each engine.")
+
+
+@dataclass(frozen=True)
+class GateArgs:
+    """``crosssim gate``; the crossval it runs for --policy takes CrossvalConfig's defaults."""
+
+    run: str | None = option(None, help="An existing crossval output folder.")
+    policy: str | None = option(None, help="Policy card to evaluate now (never trusted: no code from it runs).")
+    baseline: str | None = option(None, help="Crossval output folder of the baseline (the policy on the target branch).")
+    baseline_ref: str | None = option(
+        None, help="Git ref: evaluate the same card path as it is at this ref, same seeds.")
+    base: str | None = option(
+        None, help="Trusted git ref: thresholds and engine profiles are read from it (default: --baseline-ref).")
+    engines: tuple[str, ...] = same_as(CrossvalConfig, "engines")
+    episodes: int = same_as(CrossvalConfig, "episodes")
+    seed: int = same_as(CrossvalConfig, "seed")
+    out: str | None = option(None, help="Output folder for --policy.")
+    config: str | None = option(None, help="crosssim.toml or pyproject.toml with the thresholds.")
+    junit: str | None = option(None, help="Write JUnit XML here.")
+    summary: str | None = option(None, help="Append the Markdown summary here (also $GITHUB_STEP_SUMMARY).")
+
+
+@dataclass(frozen=True)
+class ChangedConfig:
+    base: str = option(help="Git ref to compare with (e.g. origin/main).")
+    under: str = option("policies", help="Folder holding policies.")
+    null: bool = option(False, flag=("-z", "--null"), help="End each path with NUL instead of a newline.")
 
 
 def _fmt(x: float, digits: int = 1) -> str:
@@ -81,15 +121,8 @@ def _progress(stream=sys.stderr):
 
 def cmd_crossval(args) -> int:
     from crosssim.evaluate import crossval
-    from crosssim.runner import CrossvalConfig
 
-    config = CrossvalConfig(
-        policy=args.policy, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
-        episodes=args.episodes, seed=args.seed, out=args.out, max_steps=args.max_steps,
-        trust_policy_code=args.trust_policy_code, workers=args.workers, episode_timeout=args.episode_timeout,
-        inline=args.inline, risk=args.risk, report=args.report, cache=args.cache, executor=args.executor,
-        ray_address=args.address, real=args.real, batch=args.batch_episodes,
-    )
+    config = from_args(CrossvalConfig, args)
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
     run = crossval(config, progress=None if args.quiet else _progress())
@@ -118,7 +151,7 @@ def cmd_audit(args) -> int:
 
     scene = resolve_scene(args.robot)
     mismatched, unavailable = [], []
-    for name in [e.strip() for e in args.engines.split(",") if e.strip()]:
+    for name in args.engines:
         profile = load_profile(name)
         try:
             engine = get_engine(profile.engine)
@@ -151,7 +184,7 @@ def cmd_audit(args) -> int:
 def cmd_report(args) -> int:
     from crosssim.report import write_report
 
-    print(f"report: {write_report(args.dir, filmstrips=not args.no_filmstrips)}")
+    print(f"report: {write_report(args.dir, filmstrips=args.filmstrips)}")
     return EXIT_OK
 
 
@@ -174,11 +207,10 @@ def cmd_gate(args) -> int:
     from crosssim import gate
     from crosssim.evaluate import crossval
     from crosssim.results import read_summary
-    from crosssim.runner import CrossvalConfig
     from crosssim.runner.cache import default_root
     from crosssim.text import no_workflow_commands
 
-    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+    engines = args.engines
     base_ref = getattr(args, "base", None) or args.baseline_ref
     _interrupt_on_sigterm()  # a cancelled CI job still removes the base tree it extracted
     # Engine workers start as `python -c ...` in the checkout under review, which would put it
@@ -260,12 +292,9 @@ def cmd_changed(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from crosssim.train import TrainConfig, train
+    from crosssim.train import train
 
-    card = train(TrainConfig(task=args.task, engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
-                             steps=args.steps, n_envs=args.n_envs, seed=args.seed, randomize=args.randomize,
-                             out=args.out, framework=args.framework))
-    print(f"card: {card}")
+    print(f"card: {train(from_args(TrainConfig, args))}")
     return EXIT_OK
 
 
@@ -292,78 +321,39 @@ def cmd_tasks(args) -> int:
     return EXIT_OK
 
 
+def _version() -> str:
+    from crosssim.versions import package_versions
+
+    v = package_versions()
+    return f"crosssim {v.get('crosssim', 'unknown')} (python {v['python']})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from crosssim.real.cli import add_commands as add_real_commands, add_crossval_option
-    from crosssim.runner import CrossvalConfig
-    from crosssim.runner.crossval import DEFAULT_ENGINES
+    """The whole command line; every flag is generated from a command's typed config."""
+    from crosssim.real.cli import add_commands as add_real_commands
 
-    h = lambda name: _help(CrossvalConfig, name)  # noqa: E731
-    p = argparse.ArgumentParser(prog="crosssim", description="Cross-engine transfer checks for robot policies")
-    sub = p.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("crossval", help="run a policy in several engines and compare")
-    c.add_argument("--policy", required=True, help=h("policy"))
-    c.add_argument("--engines", default=",".join(DEFAULT_ENGINES), help=h("engines") + " Comma-separated.")
-    c.add_argument("--episodes", type=int, default=10, help=h("episodes"))
-    c.add_argument("--seed", type=int, default=0, help=h("seed"))
-    c.add_argument("--out", default=None, help=h("out"))
-    c.add_argument("--max-steps", type=int, default=None, help=h("max_steps"))
-    c.add_argument("--trust-policy-code", action="store_true", help=h("trust_policy_code"))
-    c.add_argument("--workers", type=int, default=CrossvalConfig.__dataclass_fields__["workers"].default_factory(),
-                   help=h("workers"))
-    c.add_argument("--episode-timeout", type=float, default=600.0, help=h("episode_timeout"))
-    c.add_argument("--inline", action="store_true", help=h("inline"))
-    c.add_argument("--batch-episodes", action="store_true", help=h("batch"))
-    c.add_argument("--executor", default="local", choices=["local", "ray"], help=h("executor"))
-    c.add_argument("--address", default=None, help=h("ray_address"))
-    c.add_argument("--no-risk", dest="risk", action="store_false", help="nominal runs only: no sweeps, no risk profile")
-    c.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
-    c.add_argument("--no-cache", dest="cache", action="store_false", help=h("cache") + " Off: recompute everything.")
-    c.add_argument("--quiet", action="store_true", help="no progress lines")
-    add_crossval_option(c)  # --real LOGDIR
-    c.set_defaults(func=cmd_crossval)
-    a = sub.add_parser("audit", help="model parameters read back from each engine vs the canonical model")
-    a.add_argument("--robot", required=True, help="MJCF path or gymnasium:<file>.xml")
-    a.add_argument("--engines", default="mujoco,pybullet")
-    a.add_argument("--all", action="store_true", help="print matching rows too")
-    a.set_defaults(func=cmd_audit)
-    r = sub.add_parser("report", help="(re)generate report.html from a run folder")
-    r.add_argument("dir", help="a crossval output folder (holding summary.json)")
-    r.add_argument("--no-filmstrips", action="store_true", help="skip rendering frames")
-    r.set_defaults(func=cmd_report)
-    g = sub.add_parser("gate", help="PASS / WARN / FAIL for CI (exit 0 pass, 1 error, 2 fail, 3 warn if asked)")
-    g.add_argument("--run", help="an existing crossval output folder")
-    g.add_argument("--policy", help="policy card to evaluate now (never trusted: no code from it runs)")
-    g.add_argument("--baseline", help="crossval output folder of the baseline (the policy on the target branch)")
-    g.add_argument("--baseline-ref", help="git ref: evaluate the same card path as it is at this ref, same seeds")
-    g.add_argument("--base", default=None,
-                   help="trusted git ref: thresholds and engine profiles are read from it (default: --baseline-ref)")
-    g.add_argument("--engines", default=",".join(DEFAULT_ENGINES))
-    g.add_argument("--episodes", type=int, default=10)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--out", default=None, help="output folder for --policy")
-    g.add_argument("--config", default=None, help="crosssim.toml or pyproject.toml with the thresholds")
-    g.add_argument("--junit", default=None, help="write JUnit XML here")
-    g.add_argument("--summary", default=None, help="append the Markdown summary here (also $GITHUB_STEP_SUMMARY)")
-    g.set_defaults(func=cmd_gate)
-    ch = sub.add_parser("changed-policies", help="policy cards whose folder a change touches")
-    ch.add_argument("--base", required=True, help="git ref to compare with (e.g. origin/main)")
-    ch.add_argument("--under", default="policies", help="folder holding policies")
-    ch.add_argument("-z", "--null", action="store_true", help="end each path with NUL instead of a newline")
-    ch.set_defaults(func=cmd_changed)
-    from crosssim.train import TrainConfig
+    p = Parser(prog="crosssim", description="Cross-engine transfer checks for robot policies",
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    t = sub.add_parser("train", help="train a policy (PPO, SB3 or RLlib) in one or several engines; writes its card")
-    t.add_argument("--task", default="Hopper", help=_help(TrainConfig, "task"))
-    t.add_argument("--engines", default="mujoco", help=_help(TrainConfig, "engines") + " Comma-separated.")
-    t.add_argument("--framework", default="sb3", choices=["sb3", "rllib"], help=_help(TrainConfig, "framework"))
-    t.add_argument("--steps", type=int, default=100_000, help=_help(TrainConfig, "steps"))
-    t.add_argument("--n-envs", type=int, default=2, help=_help(TrainConfig, "n_envs"))
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--randomize", action="store_true", help=_help(TrainConfig, "randomize"))
-    t.add_argument("--out", default="policies/trained", help=_help(TrainConfig, "out"))
-    t.set_defaults(func=cmd_train)
-    sub.add_parser("engines", help="list engines and whether they run here").set_defaults(func=cmd_engines)
-    sub.add_parser("tasks", help="list tasks").set_defaults(func=cmd_tasks)
+    def command(name: str, func, help: str, *configs: type) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help, description=help)
+        for config in configs:
+            add_options(c, config)
+        c.set_defaults(func=func)
+        return c
+
+    command("crossval", cmd_crossval, "run a policy in several engines and compare", CrossvalConfig, CrossvalOutput)
+    command("audit", cmd_audit, "model parameters read back from each engine vs the canonical model "
+            f"(exit {EXIT_MISMATCH} if one does not match)", AuditConfig)
+    command("report", cmd_report, "(re)generate report.html from a run folder", ReportConfig)
+    command("gate", cmd_gate, "PASS / WARN / FAIL for CI (exit 0 pass, 1 error, 2 fail, 3 warn if asked)", GateArgs)
+    command("changed-policies", cmd_changed, "policy cards whose folder a change touches", ChangedConfig)
+    command("train", cmd_train, "train a policy (PPO, SB3 or RLlib) in one or several engines; writes its card",
+            TrainConfig)
+    command("engines", cmd_engines, "list engines and whether they run here")
+    command("tasks", cmd_tasks, "list tasks")
     add_real_commands(sub)  # logs validate | simulate, calibrate (crosssim.real.cli)
     return p
 

@@ -13,27 +13,26 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from crosssim import options
 from crosssim.errors import CrossSimError
+from crosssim.options import option
 from crosssim.train_card import write_card
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    task: str = "Hopper"
-    """crosssim task with its own scene (see `crosssim tasks`)."""
-    engines: tuple[str, ...] = ("mujoco",)
-    """Engines the sub-environments run in, round-robin."""
-    steps: int = 100_000
-    """Environment steps in total."""
-    n_envs: int = 2
-    """Sub-environments (at least one per engine is sensible)."""
-    seed: int = 0
-    randomize: bool = False
-    """Domain randomisation (crosssim.perturb.RandomizationRanges) at every reset."""
-    out: str = "policies/trained"
-    """Output folder for the policy and card.yaml."""
-    framework: str = "sb3"
-    """sb3 (stable-baselines3, the default) or rllib (Ray RLlib, new API stack)."""
+    """One training run. Each field's help is the CLI's (crosssim.options)."""
+
+    task: str = option("Hopper", parse=options.task_name, help="crosssim task with its own scene (see `crosssim tasks`).")
+    engines: tuple[str, ...] = option(("mujoco",), parse=options.engine_names,
+                                      help="Engines the sub-environments run in, round-robin; comma-separated.")
+    steps: int = option(100_000, parse=options.whole(1), help="Environment steps in total.")
+    n_envs: int = option(2, parse=options.whole(1), help="Sub-environments (at least one per engine is sensible).")
+    seed: int = option(0, parse=options.seed, help="Seed of the policy's initialisation, the environments and PPO.")
+    randomize: bool = option(False, help="Domain randomisation (crosssim.perturb.RandomizationRanges) at every reset.")
+    out: str = option("policies/trained", help="Output folder for the policy and card.yaml.")
+    framework: str = option("sb3", choices=("sb3", "rllib"),
+                            help="sb3 (stable-baselines3) or rllib (Ray RLlib, new API stack).")
 
 
 def rollout_steps(n_envs: int, total: int = 1024, batch: int = 64) -> int:

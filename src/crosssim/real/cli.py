@@ -134,6 +134,3 @@ def add_commands(sub) -> None:
     c.set_defaults(func=cmd_calibrate)
 
 
-def add_crossval_option(parser) -> None:
-    parser.add_argument("--real", default=None, help="folder of real robot logs (docs/real.md): adds a REAL column, "
-                        "each engine against the logs, closed-loop and open-loop")

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from crosssim import options
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
+from crosssim.options import option
 from crosssim.files import write_atomic
 from crosssim.results import ROWS_FILE, EpisodeRow, RunSummary, rows_frame, write_summary
 from crosssim.runner.harness import Harness
@@ -32,50 +34,50 @@ DEFAULT_ENGINES = ("mujoco", "pybullet", "newton-mujoco-warp")
 
 @dataclass(frozen=True)
 class CrossvalConfig:
-    """One crossval run. Field docstrings are the CLI help."""
+    """One crossval run. Each field's help is the CLI's (crosssim.options)."""
 
-    policy: str
-    """Policy card (.yaml), its folder, or the weights file next to it."""
-    engines: tuple[str, ...] = DEFAULT_ENGINES
-    """Engine profiles to run, by name (simulators/<name>.yaml)."""
-    episodes: int = 10
-    """Episodes per engine."""
-    seed: int = 0
-    """Base seed; episode i uses seed + i in every engine (same initial states everywhere)."""
-    out: str | None = None
-    """Output folder; default reports/<policy>/<timestamp>/."""
-    max_steps: int | None = None
-    """Control steps per episode; default: the task's own limit (1000 for gymnasium tasks)."""
-    trust_policy_code: bool = False
-    """Allow code from the policy file to run (SB3 unpickling, callables). Off for untrusted files."""
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
-    """Engine worker processes at once."""
-    episode_timeout: float = 600.0
-    """Seconds without a finished episode before an engine worker is declared hung [s]."""
-    inline: bool = False
-    """Run engines in this process (no isolation; for debugging and library use)."""
-    record: bool = True
-    """Keep the per-step trajectory of the first nominal episode in each engine (report overlays)."""
-    report: bool = True
-    """Write report.html beside the results."""
-    executor: str = "local"
-    """'local' (process pool, the default) or 'ray' (Ray tasks; --ray-address for a cluster)."""
-    ray_address: str | None = None
-    """Ray cluster address; None starts a private local instance on 127.0.0.1."""
-    batch: bool = False
-    """Step each engine's episodes in lockstep with one batched policy forward per control step
-    (engines with concurrent states: MuJoCo; memoryless policies). Numbers differ from one-at-a-time
-    runs in the last bits of the policy output, so this (with the batch size, the episode count) is part
-    of the cache key."""
-    cache: bool = True
-    """Reuse per-episode results computed before with identical inputs (resume after an interruption)."""
-    cache_dir: str | None = None
-    """Where cached rows live; default $CROSSSIM_CACHE, else $XDG_CACHE_HOME/crosssim/rows or
-    ~/.cache/crosssim/rows (never inside the checkout)."""
-    risk: bool = True
-    """Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md)."""
-    real: str | None = None
-    """Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs."""
+    policy: str = option(help="Policy card (.yaml), its folder, or the weights file next to it.")
+    engines: tuple[str, ...] = option(
+        DEFAULT_ENGINES, parse=options.engine_names,
+        help="Engine profiles to run, by name (simulators/<name>.yaml), comma-separated.")
+    episodes: int = option(10, parse=options.whole(1), help="Episodes per engine.")
+    seed: int = option(0, parse=options.seed,
+                       help="Base seed; episode i uses seed + i in every engine (same initial states everywhere).")
+    out: str | None = option(None, help="Output folder; default reports/<policy>/<timestamp>/.")
+    max_steps: int | None = option(
+        None, parse=options.whole(1),
+        help="Control steps per episode; default: the task's own limit (1000 for gymnasium tasks).")
+    trust_policy_code: bool = option(
+        False, help="Allow code from the policy file to run (SB3 unpickling, callables). Off for untrusted files.")
+    workers: int = option(default_factory=lambda: os.cpu_count() or 1, parse=options.whole(1),
+                          help="Engine worker processes at once (default: one per CPU core).")
+    episode_timeout: float = option(
+        600.0, parse=options.positive_number("seconds"),
+        help="Seconds without a finished episode before an engine worker is declared hung [s].")
+    inline: bool = option(False, help="Run engines in this process (no isolation; for debugging and library use).")
+    record: bool = option(True, cli=False, help="Keep the per-step trajectory of the first nominal episode in each "
+                                                "engine (report overlays).")
+    report: bool = option(True, off="Do not write report.html.", help="Write report.html beside the results.")
+    executor: str = option("local", choices=("local", "ray"),
+                           help="'local' (process pool) or 'ray' (Ray tasks; --address for a cluster).")
+    ray_address: str | None = option(None, flag="--address", help="Ray cluster address (--executor ray); default: a "
+                                                                  "private local instance on 127.0.0.1.")
+    batch: bool = option(
+        False, flag="--batch-episodes",
+        help="Step each engine's episodes in lockstep with one batched policy forward per control step "
+             "(engines with concurrent states: MuJoCo; memoryless policies). Numbers differ from one-at-a-time "
+             "runs in the last bits of the policy output, so this (with the batch size, the episode count) is part "
+             "of the cache key.")
+    cache: bool = option(
+        True, off="Recompute every episode: read no cached row and store none.",
+        help="Reuse per-episode results computed before with identical inputs (resume after an interruption).")
+    cache_dir: str | None = option(
+        None, help="Where cached rows live; default $CROSSSIM_CACHE, else $XDG_CACHE_HOME/crosssim/rows or "
+                   "~/.cache/crosssim/rows (never inside the checkout).")
+    risk: bool = option(True, off="Nominal runs only: no perturbation sweeps, no transfer-risk profile.",
+                        help="Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md).")
+    real: str | None = option(
+        None, help="Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs.")
 
 
 def default_out(card: Card) -> Path:
