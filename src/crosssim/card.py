@@ -6,18 +6,35 @@ the card file and the field, and says what would be accepted.
 
 from __future__ import annotations
 
-import json
+import difflib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from crosssim.errors import CardError
+from crosssim.errors import CardError, CrossSimError
+from crosssim.normalize import FIELDS as NORMALIZE_FIELDS
 from crosssim.normalize import ObservationNormalizer as Normalization
+from crosssim.normalize import normalizer_from_card
 from crosssim.text import printable
 
 ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
+FIELDS = {
+    "": ("card_version", "name", "task", "robot", "policy", "observation", "action", "control_period",
+         "trained_in", "validated_in", "claimed", "joints", "task_options", "training"),
+    "policy": ("file", "format", "algo", "activation", "output", "module_id"),
+    "observation": ("normalize", "terms", "history", "quaternion_order"),
+    "observation.normalize": NORMALIZE_FIELDS,
+    "observation.history": ("length", "layout"),
+    "action": ("mode", "clip", "scale", "kp", "kd", "default_pos", "torque_limit"),
+    "claimed": ("return", "x_velocity", "survival"),
+}
+"""Every key a version-1 card may hold, per section (``training`` and ``task_options`` are free-form
+here: training is provenance only, task options are checked by the task)."""
+UNUSED_BY_MODE = {"motor": ("scale", "kp", "kd", "default_pos", "torque_limit"), "position": ("kp", "kd"), "pd": ()}
+"""Action fields a mode would silently ignore: motor maps gear x action; position uses the MJCF's gains."""
 
 
 @dataclass(frozen=True)
@@ -112,39 +129,168 @@ def _get(d: dict, key: str, types, where: Path, required=False, default=None, pr
 
 
 def _floats(value, where: Path, name: str, size: int | None = None) -> list[float]:
-    try:
-        arr = [float(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
-    except (TypeError, ValueError):
-        raise CardError(f"{where}: field '{name}' must be a number or a list of numbers, got {value!r:.60}") from None
-    if not all(np.isfinite(arr)):
-        raise CardError(f"{where}: field '{name}' has a non-finite number")
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        raise CardError(f"{where}: field '{name}' must be a number or a list of numbers, got {value!r:.60}")
+    arr = [float(v) for v in values]
+    if not all(math.isfinite(v) for v in arr):
+        raise CardError(f"{where}: field '{name}' has a non-finite number ({value!r:.60}); write finite numbers")
     if size is not None and len(arr) != size:
         raise CardError(f"{where}: field '{name}' has {len(arr)} values, expected {size}")
     return arr
 
 
-def load_card(path: str | Path) -> Card:
-    """Parse and validate a card; raise CardError naming the file and the field."""
-    import yaml
+def _check_keys(d: dict, section: str, where: Path) -> None:
+    """Refuse keys a version-1 card does not have: a typo would otherwise be silently ignored."""
+    known = FIELDS[section]
+    prefix = f"{section}." if section else ""
+    for key in d:
+        if key in known:
+            continue
+        near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hint = f"did you mean '{prefix}{near[0]}'?" if near else f"known: {', '.join(known)}"
+        raise CardError(f"{where}: field '{prefix}{printable(str(key), 60)}' is not known; {hint}")
 
-    where = find_card(path)
+
+def _repo_root(folder: Path) -> Path | None:
+    for p in (folder, *folder.parents):
+        if (p / ".git").exists():
+            return p
+    return None
+
+
+def _check_link(where: Path) -> None:
+    """A card that is a symlink must point inside its repository (or its own folder outside one):
+    a pull request could otherwise make crosssim read any file on the runner as a card."""
+    if not where.is_symlink():
+        return
+    target = where.resolve()
+    folder = where.absolute().parent
+    root = _repo_root(folder) or folder
+    if not target.is_relative_to(root.resolve()):
+        raise CardError(f"{where}: the card is a symlink to {target}, outside {root}; commit the card file itself")
+
+
+def _load_raw(where: Path) -> dict:
+    from crosssim.strictload import bad_text, load_yaml
+
+    _check_link(where)
     try:
-        raw = yaml.safe_load(where.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise CardError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raw = load_yaml(where, what="card")
+    except CrossSimError as exc:
+        raise CardError(str(exc)) from None
     if not isinstance(raw, dict):
         raise CardError(f"{where}: a card is a YAML mapping (name: ..., task: ..., policy: ...), got {type(raw).__name__}")
+    found = bad_text(raw)
+    if found:
+        raise CardError(f"{where}: field '{found[0]}' holds {found[1]}; write it as plain UTF-8 text")
+    _check_keys(raw, "", where)
+    return raw
+
+
+def _action(act: dict, where: Path) -> ActionSpec:
+    _check_keys(act, "action", where)
+    mode = _get(act, "mode", str, where, default="motor", prefix="action.")
+    if mode not in ACTION_MODES:
+        raise CardError(f"{where}: field 'action.mode' is {mode!r}; one of {', '.join(ACTION_MODES)}")
+    ignored = [k for k in UNUSED_BY_MODE[mode] if act.get(k) is not None]
+    if ignored:
+        why = ("torque = gear x action" if mode == "motor" else "the MJCF's position actuators bring their own gains")
+        raise CardError(f"{where}: field 'action.{ignored[0]}' has no effect when action.mode is {mode!r} ({why}); "
+                        f"remove it{', or use mode: pd' if mode == 'motor' else ''}")
+    clip = act.get("clip")
+    if clip is not None:
+        clip = tuple(_floats(clip, where, "action.clip", 2))
+        if not clip[0] < clip[1]:
+            raise CardError(f"{where}: field 'action.clip' is [{clip[0]:g}, {clip[1]:g}]: the low bound must be below "
+                            f"the high bound, e.g. [{min(clip):g}, {max(clip):g}]")
+    optional = {k: (_floats(act[k], where, f"action.{k}") if act.get(k) is not None else None)
+                for k in ("kp", "kd", "torque_limit")}
+    for k, ok, rule in (("kp", lambda v: v >= 0, ">= 0"), ("kd", lambda v: v >= 0, ">= 0"),
+                        ("torque_limit", lambda v: v > 0, "> 0 [N m]")):
+        if optional[k] is not None and not all(map(ok, optional[k])):
+            raise CardError(f"{where}: field 'action.{k}' must be {rule} for every joint, got {act[k]!r:.60}")
+    default_pos = act.get("default_pos")
+    if isinstance(default_pos, str):
+        if not default_pos.startswith("keyframe:"):
+            raise CardError(f"{where}: field 'action.default_pos' must be a list of angles or 'keyframe:<name>'")
+        optional["default_pos"] = default_pos
+    else:
+        optional["default_pos"] = None if default_pos is None else _floats(default_pos, where, "action.default_pos")
+    if mode == "pd":
+        for k in ("kp", "kd"):
+            if optional[k] is None:
+                raise CardError(f"{where}: field 'action.{k}' is required when action.mode is 'pd'")
+    scale = _floats(act["scale"] if act.get("scale") is not None else 1.0, where, "action.scale")
+    if 0.0 in scale:
+        raise CardError(f"{where}: field 'action.scale' has a 0: the policy would have no effect on that joint")
+    return ActionSpec(mode=mode, clip=clip, scale=scale[0] if len(scale) == 1 else scale, **optional)
+
+
+def _claims(raw: dict, where: Path) -> dict[str, float]:
+    claimed = _get(raw, "claimed", dict, where, default={})
+    _check_keys(claimed, "claimed", where)
+    out = {}
+    for key in claimed:
+        value = _get(claimed, key, (int, float), where, prefix="claimed.")
+        if value is None:
+            continue
+        if not math.isfinite(value):
+            raise CardError(f"{where}: field 'claimed.{key}' is {value}; a claim is a finite number")
+        if key == "survival" and not 0 <= value <= 1:
+            raise CardError(f"{where}: field 'claimed.survival' is {value}; it is the fraction of full episodes, 0 to 1")
+        out[key] = float(value)
+    return out
+
+
+def _observation(obs: dict, where: Path) -> tuple[ObservationSpec, Normalization | None]:
+    _check_keys(obs, "observation", where)
+    norm = _get(obs, "normalize", dict, where, prefix="observation.")
+    normalization = None
+    if norm is not None:
+        _check_keys(norm, "observation.normalize", where)
+        normalization = normalizer_from_card(norm, where)
+    history = _get(obs, "history", (int, dict), where, default=1, prefix="observation.")
+    if isinstance(history, int):
+        history = {"length": history}
+    _check_keys(history, "observation.history", where)
+    length = history.get("length", 1)
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise CardError(f"{where}: field 'observation.history.length' must be a positive integer")
+    layout = history.get("layout", "frame_major")
+    if layout not in ("frame_major", "term_major"):
+        raise CardError(f"{where}: field 'observation.history.layout' is {layout!r}; use frame_major or term_major")
+    quat_order = _get(obs, "quaternion_order", str, where, default="wxyz", prefix="observation.")
+    if quat_order not in ("wxyz", "xyzw"):
+        raise CardError(f"{where}: field 'observation.quaternion_order' is {quat_order!r}; use wxyz or xyzw")
+    terms = ()
+    if obs.get("terms") is not None:
+        from crosssim.observations import parse_terms
+
+        terms = parse_terms(obs["terms"], where)
+    return ObservationSpec(terms, length, layout, quat_order), normalization
+
+
+def load_card(path: str | Path) -> Card:
+    """Parse and validate a card; raise CardError naming the file and the field.
+
+    Strict: unknown or repeated keys, values a field cannot mean (reversed ranges, NaN, negative
+    gains) and fields the action mode would ignore are errors, never silently dropped.
+    """
+    where = find_card(path)
+    raw = _load_raw(where)
     version = raw.get("card_version", 1)
-    if version != 1:
+    if type(version) is not int or version != 1:
         raise CardError(f"{where}: field 'card_version' is {version!r}; this crosssim reads version 1")
     base = where.parent
-    name = printable(str(_get(raw, "name", str, where, default=base.name)))
+    name = " ".join(printable(str(_get(raw, "name", str, where, default=base.name))).split()) or printable(base.name)
     task = _get(raw, "task", str, where, required=True)
     from crosssim.tasks import registered_tasks
 
     if task not in registered_tasks():
         raise CardError(f"{where}: field 'task' is {task!r}; known tasks: {sorted(registered_tasks())}")
     pol = _get(raw, "policy", dict, where, required=True)
+    _check_keys(pol, "policy", where)
     fmt = _get(pol, "format", str, where, required=True, prefix="policy.")
     from crosssim.policies.formats import policy_formats  # the registry: built-ins and plugins
 
@@ -161,90 +307,27 @@ def load_card(path: str | Path) -> Card:
     robot = _get(raw, "robot", str, where)
     if robot is not None:
         from crosssim.scene import resolve_scene
-        from crosssim.errors import CrossSimError
 
         try:
             robot = str(resolve_scene(robot, base_dir=base))
         except CrossSimError as exc:
             raise CardError(f"{where}: field 'robot': {exc}") from None
-    obs = _get(raw, "observation", dict, where, default={})
-    normalization = None
-    norm = _get(obs, "normalize", dict, where, prefix="observation.")
-    if norm is not None:
-        stats = dict(norm)
-        if "file" in norm:
-            stats_path = (base / str(norm["file"])).resolve()
-            try:
-                loaded = json.loads(stats_path.read_text())
-            except (OSError, json.JSONDecodeError) as exc:
-                raise CardError(f"{where}: field 'observation.normalize.file': cannot read {stats_path} as JSON ({exc})") from None
-            stats = {"mean": loaded.get("obs_mean", loaded.get("mean")), "var": loaded.get("obs_var", loaded.get("var")),
-                     "clip": loaded.get("clip_obs", loaded.get("clip", 10.0)), "epsilon": loaded.get("epsilon", 1e-8),
-                     **{k: v for k, v in norm.items() if k != "file"}}
-        for key in ("mean", "var"):
-            if stats.get(key) is None:
-                raise CardError(f"{where}: field 'observation.normalize.{key}' is missing (or give 'file')")
-        mean = _floats(stats["mean"], where, "observation.normalize.mean")
-        var = _floats(stats["var"], where, "observation.normalize.var", len(mean))
-        if min(var) < 0:
-            raise CardError(f"{where}: field 'observation.normalize.var' has a negative variance")
-        normalization = Normalization(np.array(mean), np.array(var), float(stats.get("clip", 10.0)),
-                                      float(stats.get("epsilon", 1e-8)))
-    act = _get(raw, "action", dict, where, default={})
-    mode = _get(act, "mode", str, where, default="motor", prefix="action.")
-    if mode not in ACTION_MODES:
-        raise CardError(f"{where}: field 'action.mode' is {mode!r}; one of {', '.join(ACTION_MODES)}")
-    clip = act.get("clip")
-    if clip is not None:
-        clip = tuple(_floats(clip, where, "action.clip", 2))
-    optional = {k: (_floats(act[k], where, f"action.{k}") if act.get(k) is not None else None)
-                for k in ("kp", "kd", "torque_limit")}
-    default_pos = act.get("default_pos")
-    if isinstance(default_pos, str):
-        if not default_pos.startswith("keyframe:"):
-            raise CardError(f"{where}: field 'action.default_pos' must be a list of angles or 'keyframe:<name>'")
-        optional["default_pos"] = default_pos
-    else:
-        optional["default_pos"] = None if default_pos is None else _floats(default_pos, where, "action.default_pos")
-    if mode == "pd":
-        for k in ("kp", "kd"):
-            if optional[k] is None:
-                raise CardError(f"{where}: field 'action.{k}' is required when action.mode is 'pd'")
-    scale = _floats(act.get("scale", 1.0), where, "action.scale")
-    action = ActionSpec(mode=mode, clip=clip, scale=scale[0] if len(scale) == 1 else scale, **optional)
+    observation, normalization = _observation(_get(raw, "observation", dict, where, default={}), where)
+    action = _action(_get(raw, "action", dict, where, default={}), where)
     period = _get(raw, "control_period", (int, float), where)
-    if period is not None and not period > 0:
+    if period is not None and not (math.isfinite(period) and period > 0):
         raise CardError(f"{where}: field 'control_period' must be > 0 seconds, got {period}")
     trained = _get(raw, "trained_in", str, where)
     validated = _get(raw, "validated_in", (list, str), where, default=[])
-    validated = (validated,) if isinstance(validated, str) else tuple(map(str, validated))
-    claimed = _get(raw, "claimed", dict, where, default={})
-    for key in claimed:
-        if key not in ("return", "x_velocity", "survival"):
-            raise CardError(f"{where}: field 'claimed.{key}' is not known; use return, x_velocity or survival")
-        _get(claimed, key, (int, float), where, prefix="claimed.")
+    validated = [validated] if isinstance(validated, str) else validated
+    if not all(isinstance(v, str) for v in validated):
+        raise CardError(f"{where}: field 'validated_in' must be a list of engine names, got {validated!r:.60}")
+    claimed = _claims(raw, where)
     joints = _get(raw, "joints", list, where, default=[])
     if not all(isinstance(j, str) for j in joints) or len(set(joints)) != len(joints):
         raise CardError(f"{where}: field 'joints' must be a list of distinct joint names")
     task_options = _get(raw, "task_options", dict, where, default={})
-    history = _get(obs, "history", (int, dict), where, default=1, prefix="observation.")
-    if isinstance(history, int):
-        history = {"length": history}
-    length = history.get("length", 1)
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise CardError(f"{where}: field 'observation.history.length' must be a positive integer")
-    layout = history.get("layout", "frame_major")
-    if layout not in ("frame_major", "term_major"):
-        raise CardError(f"{where}: field 'observation.history.layout' is {layout!r}; use frame_major or term_major")
-    quat_order = _get(obs, "quaternion_order", str, where, default="wxyz", prefix="observation.")
-    if quat_order not in ("wxyz", "xyzw"):
-        raise CardError(f"{where}: field 'observation.quaternion_order' is {quat_order!r}; use wxyz or xyzw")
-    terms = ()
-    if obs.get("terms") is not None:
-        from crosssim.observations import parse_terms
-
-        terms = parse_terms(obs["terms"], where)
-    observation = ObservationSpec(terms, length, layout, quat_order)
+    _get(raw, "training", dict, where)
     return Card(
         path=where, name=name, task=task, policy_file=policy_file, policy_format=fmt, robot=robot,
         algo=_get(pol, "algo", str, where, prefix="policy."),
@@ -253,7 +336,7 @@ def load_card(path: str | Path) -> Card:
         module_id=_get(pol, "module_id", str, where, default="default_policy", prefix="policy."),
         normalization=normalization, action=action,
         control_period=None if period is None else float(period),
-        trained_in=trained, validated_in=validated,
-        claimed={k: float(v) for k, v in claimed.items()}, joints=tuple(joints), observation=observation,
+        trained_in=trained, validated_in=tuple(validated),
+        claimed=claimed, joints=tuple(joints), observation=observation,
         task_options=dict(task_options), raw=raw,
     )

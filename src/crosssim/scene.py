@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import CrossSimError
+from crosssim.limits import check_model_files
 
 GYMNASIUM_PREFIX = "gymnasium:"
 
@@ -135,6 +136,7 @@ class CanonicalModel:
 def load_mujoco_model(path: Path):
     import mujoco
 
+    check_model_files(path)  # before MuJoCo allocates what the file asks for
     try:
         return mujoco.MjModel.from_xml_path(str(path))
     except ValueError as exc:  # mujoco reports parse errors as ValueError

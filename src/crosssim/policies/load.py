@@ -93,7 +93,7 @@ def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = Fa
     if card.normalization is not None:
         norm = card.normalization
         if norm.mean.size != obs_size:
-            raise PolicyLoadError(f"{card.path}: observation.normalize has {norm.mean.size} values, the task "
+            raise PolicyLoadError(f"{norm.source or card.path}: observation.normalize has {norm.mean.size} values, the task "
                                   f"observation has {obs_size}")
         policy = NormalizedPolicy(policy, norm)
     return policy

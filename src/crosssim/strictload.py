@@ -1,0 +1,160 @@
+"""YAML and JSON from untrusted files, read strictly: one clear error instead of a guess or a traceback.
+
+PyYAML's safe loader already refuses tags (no objects are built) and shares aliased nodes (no
+alias bomb). On top of it: a repeated key is an error (YAML keeps the last one silently, so a
+reviewer reading the first one is fooled), nesting is bounded (the composer recurses once per
+level: 20,000 levels end in RecursionError), and so is the file size. Every error names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import yaml
+
+from crosssim.errors import CrossSimError
+
+MAX_DEPTH = 50
+"""Deepest nesting accepted in a card or a statistics file (a real card uses 4)."""
+MAX_YAML_BYTES = 1 << 20
+"""Largest card / profile file [bytes]; a card is a page of text."""
+MAX_JSON_BYTES = 64 << 20
+"""Largest statistics file [bytes] (VecNormalize means and variances)."""
+
+
+class _Problem(yaml.YAMLError):
+    """A strictness error found while composing; carries the line for the message."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys and nesting deeper than MAX_DEPTH."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise _Problem(f"nested more than {MAX_DEPTH} levels deep (line {line}); a card is a flat document")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # '<<:' merges are explicit overrides, not duplicates
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark.line + 1)
+                except TypeError:
+                    continue  # unhashable key: SafeLoader's own error says so below
+                if first != key_node.start_mark.line + 1:
+                    raise _Problem(f"key {printable_key(key)} appears twice (lines {first} and "
+                                   f"{key_node.start_mark.line + 1}); keep one")
+        return super().construct_mapping(node, deep=deep)
+
+
+def printable_key(key) -> str:
+    return repr(str(key)[:60])
+
+
+def _read(path: Path, limit: int, what: str) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise CrossSimError(f"{path}: {size} bytes, more than a {what} may hold ({limit} bytes); "
+                                "is this the right file?")
+        return path.read_bytes()
+    except OSError as exc:
+        raise CrossSimError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def load_yaml(path: Path, *, what: str = "card"):
+    """The YAML document in ``path``; CrossSimError (naming the file and line) for anything doubtful."""
+    data = _read(path, MAX_YAML_BYTES, what)
+    try:
+        return yaml.load(data.decode("utf-8"), Loader=StrictLoader)
+    except UnicodeDecodeError as exc:
+        raise CrossSimError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
+    except _Problem as exc:
+        raise CrossSimError(f"{path}: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise CrossSimError(f"{path}: not valid YAML ({' '.join(str(exc).split())[:300]})") from None
+    except RecursionError:  # belt and braces: MAX_DEPTH should stop it first
+        raise CrossSimError(f"{path}: nested too deep to be a {what}") from None
+
+
+def load_json(path: Path, *, what: str = "statistics file"):
+    """The JSON document in ``path``, with duplicate keys, NaN/Infinity literals and deep nesting refused."""
+    data = _read(path, MAX_JSON_BYTES, what)
+
+    def pairs(items):
+        out = {}
+        for k, v in items:
+            if k in out:
+                raise CrossSimError(f"{path}: key {printable_key(k)} appears twice; keep one")
+            out[k] = v
+        return out
+
+    def constant(name):
+        raise CrossSimError(f"{path}: holds {name}, not a number; {what}s hold finite numbers")
+
+    try:
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant)
+    except UnicodeDecodeError as exc:
+        raise CrossSimError(f"{path}: not UTF-8 text (byte {exc.start}); is this the right file?") from None
+    except json.JSONDecodeError as exc:
+        raise CrossSimError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise CrossSimError(f"{path}: nested too deep to be a {what}") from None
+    if _depth(doc) > MAX_DEPTH:
+        raise CrossSimError(f"{path}: nested more than {MAX_DEPTH} levels deep; is this the right file?")
+    return doc
+
+
+def _depth(doc, level: int = 1) -> int:
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(doc, dict):
+        return max((_depth(v, level + 1) for v in doc.values()), default=level)
+    if isinstance(doc, list):
+        return max((_depth(v, level + 1) for v in doc), default=level)
+    return level
+
+
+def bad_text(doc, where: str = "") -> tuple[str, str] | None:
+    """(field path, description) of the first string in ``doc`` that is not text, else None.
+
+    Lone surrogates cannot be written as UTF-8 (every output would fail after the run) and the
+    noncharacters U+FFFE/U+FFFF are not allowed in XML (JUnit); neither belongs in a card.
+    """
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            sub = f"{where}.{k}" if where else str(k)
+            found = bad_text(k, sub) or bad_text(v, sub)
+            if found:
+                return found
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            found = bad_text(v, f"{where}[{i}]")
+            if found:
+                return found
+    elif isinstance(doc, str):
+        for ch in doc:
+            code = ord(ch)
+            if 0xD800 <= code <= 0xDFFF or code in (0xFFFE, 0xFFFF):
+                kind = "a lone surrogate" if code < 0xE000 else "a noncharacter"
+                return (ascii(where)[1:-1] or "(document)", f"U+{code:04X} ({kind}, not text)")
+    return None
+
+
+def finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
