@@ -315,7 +315,7 @@ def test_disk_full_keeps_old_results_and_computed_rows(tmp_path, good_policy, ti
 def test_disk_full_message_without_a_mount(tmp_path):
     """Where mounting is not allowed: the atomic writer's own contract, through a real ENOSPC."""
     from crosssim.errors import CrossSimError
-    from crosssim.runner.crossval import write_atomic
+    from crosssim.files import write_atomic
 
     target = tmp_path / "summary.json"
     target.write_text("{}")
