@@ -154,7 +154,8 @@ def test_name_is_one_printable_line(tmp_path, good_policy):
 
     _case_dir(tmp_path, good_policy)
     card = load_card(_card(tmp_path, name="ok\n::notice title=x::pwned\t\x1b[31mred"))
-    assert card.name == "ok ::notice title=x::pwned \\x1b[31mred"
+    assert card.name.startswith("ok") and "::notice" in card.name  # kept, escaped, on one line
+    assert not any(c in card.name for c in "\n\t\x1b")
 
 
 def test_card_symlinked_out_of_its_folder(tmp_path, good_policy):
