@@ -8,11 +8,16 @@ undone through ``changeDynamics`` (inertial frames are fixed at load time), so t
 reconciles at the root: it builds the multibody with ``createMultiBody`` from the canonical
 model (bodies, inertial frames, joint anchors and axes, collision geoms), then reads every
 parameter back from PyBullet for the audit. See docs/engines.md.
+
+A PyBullet server holds one world, so the adapter's state (``PyBulletState``) is crosssim's own:
+the simulated time, the torques last applied, and, while another state of the same model is in
+the server, a Bullet ``saveState`` snapshot of this one. See ``EnginePyBullet._load``.
 """
 
 from __future__ import annotations
 
 import tempfile
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +25,7 @@ import mujoco
 import numpy as np
 import pybullet
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineProfile
+from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
@@ -57,11 +62,29 @@ class PyBulletModel:
     limits: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     """Joint limits set in PyBullet (its own coordinates), NaN where unlimited."""
     floor: int | None = None
-    torques: np.ndarray = field(default_factory=lambda: np.zeros(0))
     snapshot: int = -1
+    """Bullet snapshot of the world as built, restored at every reset: contact caches and solver
+    warm starts never carry over from one episode to the next."""
     dt: float = 0.0
     """Physics step [s] PyBullet was configured with."""
+    loaded: weakref.ref | None = None
+    """The PyBulletState whose values are in the server now (weak: a state the caller dropped
+    need not be saved when another one is loaded)."""
+
+
+@dataclass(eq=False)
+class PyBulletState:
+    """One state of a PyBulletModel, owned by the caller (never the model itself)."""
+
+    owner: weakref.ref
+    """The model this state belongs to (a state of another model is refused)."""
+    torques: np.ndarray
+    """Torques applied in the last step [N m or N], canonical joint order."""
     time: float = 0.0
+    """Simulated time since reset [s]."""
+    snapshot: int = -1
+    """Bullet saveState id holding this state while another state is in the server; -1 while
+    this state is the loaded one."""
 
 
 def _xyzw(q) -> list[float]:
@@ -72,6 +95,9 @@ class EnginePyBullet(EngineBase):
     """PyBullet in DIRECT mode (one physics server per model), velocity motors off."""
 
     name = "pybullet"
+    # Interleaved states are kept apart by restoring snapshots: correct (the contract suite
+    # checks it), but each switch costs a save and a restore, so episodes do not run in lockstep.
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False)
 
     settings_keys = frozenset({"substeps", "solver_iterations", "armature"})
 
@@ -220,14 +246,28 @@ class EnginePyBullet(EngineBase):
             floor=floor,
             limits=limits,
         )
-        # Restored at every reset, so contact caches and solver warm starts never carry over
-        # from one episode to the next: an episode's numbers depend on its seed alone.
         model.snapshot = pybullet.saveState(**pb)
         model.dt = float(pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"])
         return model
 
     # -- contract ---------------------------------------------------------------------------
-    def reset(self, model: PyBulletModel, initial: InitialState) -> PyBulletModel:
+    def reset(self, model: PyBulletModel, initial: InitialState) -> PyBulletState:
+        self._save_loaded(model)  # another live state keeps its values
+        return self._put(model, PyBulletState(weakref.ref(model), np.zeros(model.canonical.joint_count)), initial)
+
+    def reset_into(self, model: PyBulletModel, state: PyBulletState, initial: InitialState) -> PyBulletState:
+        """Reuse ``state`` (the caller is done with it): its snapshot, if any, is dropped."""
+        self._check(model, state)
+        if state.snapshot >= 0:
+            pybullet.removeState(state.snapshot, physicsClientId=model.client)
+            state.snapshot = -1
+        if not self._is_loaded(model, state):
+            self._save_loaded(model)
+        state.torques, state.time = np.zeros(model.canonical.joint_count), 0.0
+        return self._put(model, state, initial)
+
+    def _put(self, model: PyBulletModel, state: PyBulletState, initial: InitialState) -> PyBulletState:
+        """Load the built world into the server, set ``initial`` on it; ``state`` is the loaded one."""
         c, pb = model.canonical, dict(physicsClientId=model.client)
         qpos, qvel = np.asarray(initial.qpos, float), np.asarray(initial.qvel, float)
         pybullet.restoreState(stateId=model.snapshot, **pb)
@@ -242,15 +282,50 @@ class EnginePyBullet(EngineBase):
         for k, link in enumerate(model.joint_link):
             pybullet.resetJointState(model.robot, int(link), float(qpos[c.joint_qposadr[k]] - model.joint_offset[k]),
                                      float(qvel[c.joint_dofadr[k]]), **pb)
-        model.torques = np.zeros(c.joint_count)
-        model.time = 0.0
-        return model
+        model.loaded = weakref.ref(state)
+        return state
 
-    def step(self, model: PyBulletModel, state: PyBulletModel, torques: np.ndarray, n_substeps: int = 1) -> None:
+    def _is_loaded(self, model: PyBulletModel, state: PyBulletState) -> bool:
+        return model.loaded is not None and model.loaded() is state
+
+    def _save_loaded(self, model: PyBulletModel) -> None:
+        """Snapshot the state now in the server, if its owner still holds it."""
+        current = model.loaded() if model.loaded is not None else None
+        if current is not None:
+            current.snapshot = pybullet.saveState(physicsClientId=model.client)
+        model.loaded = None
+
+    def _check(self, model: PyBulletModel, state: PyBulletState) -> None:
+        if not isinstance(state, PyBulletState) or state.owner() is not model:
+            raise EngineFailure(f"pybullet: {type(state).__name__} is not a state of this model; use reset(model, ...)")
+
+    def _load(self, model: PyBulletModel, state: PyBulletState) -> None:
+        """Make ``state`` the one in the server before it is read or stepped.
+
+        Bullet keeps one world per server, and a model is one server. Several states of a model
+        therefore take turns: the state leaving the server is saved (saveState keeps positions,
+        velocities and the contact cache), the one arriving is restored from its snapshot and
+        continues exactly as if it had been alone. One state at a time (every crossval episode)
+        never saves or restores anything. A state dropped while saved keeps its snapshot in the
+        server until ``close``.
+        """
+        if self._is_loaded(model, state):
+            return
+        self._check(model, state)
+        if state.snapshot < 0:
+            raise EngineFailure("pybullet: this state's model was closed")
+        self._save_loaded(model)
+        pybullet.restoreState(stateId=state.snapshot, physicsClientId=model.client)
+        pybullet.removeState(state.snapshot, physicsClientId=model.client)
+        state.snapshot = -1
+        model.loaded = weakref.ref(state)
+
+    def step(self, model: PyBulletModel, state: PyBulletState, torques: np.ndarray, n_substeps: int = 1) -> None:
+        self._load(model, state)
         pb, c = dict(physicsClientId=model.client), model.canonical
         links = list(map(int, model.joint_link))
         torques = np.asarray(torques, dtype=float)
-        model.torques = torques.copy()
+        state.torques = torques.copy()
         for _ in range(n_substeps):
             q, qd = self._joint_arrays(model)
             tau = torques - model.damping * qd - c.joint_stiffness * (q - c.joint_springref)
@@ -258,7 +333,7 @@ class EnginePyBullet(EngineBase):
                 tau = self._armature_compensation(model, q, qd, tau)
             pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
             pybullet.stepSimulation(**pb)
-            model.time += model.dt
+            state.time += model.dt
 
     def _joint_arrays(self, model: PyBulletModel) -> tuple[np.ndarray, np.ndarray]:
         states = pybullet.getJointStates(model.robot, list(map(int, model.joint_link)), physicsClientId=model.client)
@@ -281,7 +356,8 @@ class EnginePyBullet(EngineBase):
         A = np.diag(model.joint_armature)
         return h + M @ np.linalg.solve(M + A, tau - h)
 
-    def joint_state(self, model: PyBulletModel, state: PyBulletModel) -> tuple[np.ndarray, np.ndarray]:
+    def joint_state(self, model: PyBulletModel, state: PyBulletState) -> tuple[np.ndarray, np.ndarray]:
+        self._load(model, state)
         c = model.canonical
         q, qd = self._joint_arrays(model)
         qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
@@ -304,7 +380,7 @@ class EnginePyBullet(EngineBase):
         lin = np.asarray(lin) + cross3(ang, pos - np.asarray(com))
         return pos, quat, lin, ang
 
-    def frame(self, model: PyBulletModel, state: PyBulletModel, *, contacts: bool = False) -> SimFrame:
+    def frame(self, model: PyBulletModel, state: PyBulletState, *, contacts: bool = False) -> SimFrame:
         c, pb = model.canonical, dict(physicsClientId=model.client)
         qpos, qvel = self.joint_state(model, state)
         if c.free_base:
@@ -319,8 +395,8 @@ class EnginePyBullet(EngineBase):
             ang = np.asarray(st[7])
             lin = np.asarray(st[6]) + cross3(ang, pos - com)
         wrench = self._contact_wrench(model) if contacts else np.zeros((0, 6))
-        return SimFrame(time=model.time, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
-                        base_lin_vel=lin, base_ang_vel=ang, joint_torque=model.torques.copy(),
+        return SimFrame(time=state.time, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
+                        base_lin_vel=lin, base_ang_vel=ang, joint_torque=state.torques.copy(),
                         body_ext_wrench=wrench)
 
     def _contact_wrench(self, model: PyBulletModel) -> np.ndarray:
@@ -399,6 +475,7 @@ class EnginePyBullet(EngineBase):
         return audit_rows(c, got, notes)
 
     def close(self, model: PyBulletModel) -> None:
+        model.loaded = None
         try:
             pybullet.disconnect(model.client)
         except pybullet.error:
