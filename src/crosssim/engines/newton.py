@@ -16,6 +16,7 @@ module points it at ``~/.cache/crosssim/warp`` before Warp is imported.
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
 
 os.environ.setdefault("WARP_CACHE_PATH", str(Path.home() / ".cache" / "crosssim" / "warp"))
@@ -28,48 +29,75 @@ wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineProfile  # noqa: E402
+from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile  # noqa: E402
 from crosssim.engines.newton_model import SETTINGS_KEYS, NewtonModel, audit_newton, build_model  # noqa: E402
+from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
 from crosssim.variant import CompiledModel  # noqa: E402
 
 
-class NewtonState:
-    """Two Newton states (a solver reads one and writes the other), the control, crosssim's clock.
+class NewtonBuffers:
+    """The Warp arrays one state steps on, and the graph captured on these very arrays.
 
-    A model has one live state, created at its first reset and reset in place afterwards: a
-    captured graph replays on these very buffers.
+    Capturing a physics step costs about 0.35 s on CPU (Hopper, MuJoCo-Warp), a tenth of an
+    episode; so the buffers of a state its owner dropped go back to the model (``spare``) and the
+    next ``reset`` takes them, graph included. Only buffers no live state refers to are reused.
     """
 
     def __init__(self, model: NewtonModel):
         nm = model.nm
         self.s0, self.s1 = nm.state(), nm.state()
-        self.control = model.control
-        self.time = 0.0
-        self.torques = np.zeros(model.canonical.joint_count)
+        self.control = model.new_control()
         self.joint_f = np.zeros(nm.joint_dof_count)
         self.tau = wp.zeros(model.canonical.joint_count, dtype=float, device=nm.device)
         """crosssim's torques, where a kernel adds passive joint torques to them (XPBD)."""
-        self.ik_stale = False
         self.graph = None
+
+
+class NewtonState:
+    """One state of a NewtonModel, owned by the caller (never kept on the model): Newton's state
+    pair (a solver reads one and writes the other), the control it steps under, the solver's
+    warm start while another state steps, crosssim's clock and last torques."""
+
+    def __init__(self, model: NewtonModel):
+        self.owner = weakref.ref(model)
+        self.buffers = model.spare.pop() if model.spare else NewtonBuffers(model)
+        # Give the buffers back when this state is dropped (CPython: as soon as its owner lets go).
+        weakref.finalize(self, model.spare.append, self.buffers).atexit = False
+        self.s0, self.s1, self.control = self.buffers.s0, self.buffers.s1, self.buffers.control
+        self.solver_memory: dict | None = None
+        """The solver's warm start for this state while another state of the model steps; None:
+        a fresh start (zeros)."""
+        self.time = 0.0
+        """Simulated time since reset [s]."""
+        self.torques = np.zeros(model.canonical.joint_count)
+        """Torques applied in the last step [N m or N], canonical joint order."""
+        self.ik_stale = False
         self.joints: tuple[np.ndarray, np.ndarray] | None = None
         """(qpos, qvel) in canonical layout, read once per physics step (stepper and frame both ask)."""
 
 
 class EngineNewton(EngineBase):
-    """Newton on Warp's CPU device; one model, one world."""
+    """Newton on Warp's CPU device; one model, one world, any number of states."""
 
     name = "newton"
-
+    # A state's buffers carry its own graph: resetting one in place skips a new capture. The
+    # solver's warm start is swapped per state (see _load), which is correct but not free, so
+    # episodes do not run in lockstep.
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False)
     settings_keys = SETTINGS_KEYS
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         return build_model(compiled, profile)
 
     def reset(self, model: NewtonModel, initial: InitialState) -> NewtonState:
-        state = model.state
-        if state is None:
-            state = model.state = NewtonState(model)
+        return self._put(model, NewtonState(model), initial)
+
+    def reset_into(self, model: NewtonModel, state: NewtonState, initial: InitialState) -> NewtonState:
+        self._check(model, state)
+        return self._put(model, state, initial)
+
+    def _put(self, model: NewtonModel, state: NewtonState, initial: InitialState) -> NewtonState:
         c = model.canonical
         qpos, qvel = np.asarray(initial.qpos, float), np.asarray(initial.qvel, float)
         q = model.nm.joint_q.numpy().copy()
@@ -83,26 +111,51 @@ class EngineNewton(EngineBase):
             s.joint_qd.assign(qd)
             s.clear_forces()
             newton.eval_fk(model.nm, s.joint_q, s.joint_qd, s)
-        model.reset_solver()
+        state.solver_memory = None  # an episode's numbers depend on its seed alone: no warm start
+        if model.loaded is not None and model.loaded() is state:
+            model.load_solver_memory(None)
         state.time, state.ik_stale, state.joints = 0.0, False, None
         state.torques = np.zeros(c.joint_count)
         return state
 
+    def _check(self, model: NewtonModel, state: NewtonState) -> None:
+        if not isinstance(state, NewtonState) or state.owner() is not model:
+            raise EngineFailure(f"newton: {type(state).__name__} is not a state of this model; use reset(model, ...)")
+
+    def _load(self, model: NewtonModel, state: NewtonState) -> None:
+        """Give the solver ``state``'s warm start before stepping it.
+
+        The state pair lives in ``state``, but SolverMuJoCo keeps MuJoCo's warm start (last
+        accelerations) inside the solver; stepping two states in turn would start each from the
+        other's. The leaving state's warm start is saved with it, the arriving one's restored,
+        so each continues exactly as if alone. One state at a time swaps nothing.
+        """
+        if model.loaded is not None and model.loaded() is state:
+            return
+        self._check(model, state)
+        current = model.loaded() if model.loaded is not None else None
+        if current is not None:
+            current.solver_memory = model.save_solver_memory()
+        model.load_solver_memory(state.solver_memory)
+        state.solver_memory = None
+        model.loaded = weakref.ref(state)
+
     def step(self, model: NewtonModel, state: NewtonState, torques: np.ndarray, n_substeps: int = 1) -> None:
+        self._load(model, state)
         torques = np.asarray(torques, dtype=float)
         state.torques = torques.copy()
         if model.explicit_passive:  # the graph adds XPBD's missing damping and springs each solver step
-            state.tau.assign(torques)
+            state.buffers.tau.assign(torques)
         else:
-            state.joint_f[model.qd_index] = torques
-            state.control.joint_f.assign(state.joint_f)
+            state.buffers.joint_f[model.qd_index] = torques
+            state.control.joint_f.assign(state.buffers.joint_f)
         for _ in range(n_substeps):
             if model.capture and not model.cpu_backend:
-                if state.graph is None:  # recording launches nothing; the replay below runs it
+                if state.buffers.graph is None:  # recording launches nothing; the replay below runs it
                     with wp.ScopedCapture(device=model.nm.device) as capture:
                         self._physics_step(model, state)
-                    state.graph = capture.graph
-                wp.capture_launch(state.graph)
+                    state.buffers.graph = capture.graph
+                wp.capture_launch(state.buffers.graph)
             else:
                 self._physics_step(model, state)
             state.time += model.dt
@@ -118,7 +171,7 @@ class EngineNewton(EngineBase):
             if model.explicit_passive:
                 newton.eval_ik(model.nm, a, a.joint_q, a.joint_qd)
                 wp.launch(_passive_joint_f, dim=len(model.qd_index), device=model.nm.device,
-                          inputs=[a.joint_q, a.joint_qd, *model.passive, state.tau],
+                          inputs=[a.joint_q, a.joint_qd, *model.passive, state.buffers.tau],
                           outputs=[state.control.joint_f])
             if model.pipeline is not None:
                 model.pipeline.collide(a, model.contacts)
@@ -134,6 +187,7 @@ class EngineNewton(EngineBase):
             state.ik_stale = False
 
     def joint_state(self, model: NewtonModel, state: NewtonState) -> tuple[np.ndarray, np.ndarray]:
+        self._check(model, state)
         if state.joints is None:
             state.joints = self._read_joints(model, state)
         return state.joints
@@ -155,6 +209,8 @@ class EngineNewton(EngineBase):
     def frame(self, model: NewtonModel, state: NewtonState, *, contacts: bool = False) -> SimFrame:
         qpos, qvel = self.joint_state(model, state)
         pos, quat, lin, ang = _body_frame(model, state, model.body_index[0])
+        # SolverMuJoCo's contact forces live in the solver: right for the state stepped last (every
+        # episode run alone), not for another interleaved one.
         wrench = model.contact_wrench(state) if contacts else np.zeros((0, 6))
         return SimFrame(time=state.time, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
                         base_lin_vel=lin, base_ang_vel=ang, joint_torque=state.torques.copy(),
@@ -164,7 +220,8 @@ class EngineNewton(EngineBase):
         return audit_newton(model)
 
     def close(self, model: NewtonModel) -> None:
-        model.state = None
+        model.loaded = None
+        model.spare.clear()
         model.solver = None
 
 

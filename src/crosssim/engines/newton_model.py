@@ -43,7 +43,6 @@ class NewtonModel:
     pipeline: Any
     """``newton.CollisionPipeline`` for Newton's own solvers; None for SolverMuJoCo."""
     contacts: Any
-    control: Any
     dt: float
     """crosssim physics step [s]."""
     substeps: int
@@ -68,7 +67,10 @@ class NewtonModel:
     notes: dict = field(default_factory=dict)
     passive: tuple | None = None
     """Warp arrays (q index, dof index, damping, stiffness, rest position) for XPBD's passive forces."""
-    state: Any = None
+    loaded: Any = None
+    """``weakref`` to the NewtonState whose warm start the solver holds now (EngineNewton._load)."""
+    spare: list = field(default_factory=list)
+    """Buffers (with their captured graphs) of dropped states, for the next reset (NewtonBuffers)."""
 
     @property
     def cpu_backend(self) -> bool:
@@ -85,12 +87,28 @@ class NewtonModel:
         computed from the joint state before every solver step (``passive`` holds the arrays)."""
         return self.passive is not None
 
-    def reset_solver(self) -> None:
-        """Forget warm starts so an episode's numbers depend on its seed alone."""
+    def new_control(self):
+        """A control of this model with every native actuator input at zero."""
+        control = self.nm.control()
+        _switch_off_actuators(self.nm, control)
+        return control
+
+    def save_solver_memory(self) -> dict | None:
+        """What the solver carries from one step to the next (MuJoCo's warm start), copied."""
         if self.solver_name == "mujoco-c":
-            self.solver.mj_data.qacc_warmstart[:] = 0.0
+            return {"qacc_warmstart": self.solver.mj_data.qacc_warmstart.copy()}
+        if self.solver_name == "mujoco-warp":
+            return {"qacc_warmstart": self.solver.mjw_data.qacc_warmstart.numpy().copy()}
+        return None  # Newton's own solvers keep nothing between steps
+
+    def load_solver_memory(self, memory: dict | None) -> None:
+        """Put back ``save_solver_memory``'s copy; None: forget warm starts (a fresh episode)."""
+        if self.solver_name == "mujoco-c":
+            warm = self.solver.mj_data.qacc_warmstart
+            warm[:] = 0.0 if memory is None else memory["qacc_warmstart"]
         elif self.solver_name == "mujoco-warp":
-            self.solver.mjw_data.qacc_warmstart.zero_()
+            warm = self.solver.mjw_data.qacc_warmstart
+            warm.zero_() if memory is None else warm.assign(memory["qacc_warmstart"])
 
     def contact_wrench(self, state) -> np.ndarray:
         from crosssim.engines.newton_contacts import contact_wrench
@@ -126,8 +144,7 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
     if solver_name not in MUJOCO_SOLVERS:
         _set_limit_gains(nm, m, qd_index, s.get("joint_limit") or {}, armature=solver_name == "featherstone")
     nm.set_gravity(tuple(float(g) for g in c.gravity))
-    control = nm.control()
-    _switch_off_actuators(nm, control)
+    _switch_off_actuators(nm, None)  # the model's part; each state's control: new_control()
     shape_geom = _match_shapes(nm, m, body_index)
     floor_mu = _set_friction(nm, m, shape_geom, solver_name)
     if solver_name not in MUJOCO_SOLVERS:
@@ -152,7 +169,7 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
                         for k, a in enumerate(arrays))
     return NewtonModel(
         canonical=c, profile=profile, nm=nm, solver_name=solver_name, solver=solver, pipeline=pipeline,
-        contacts=contacts, control=control, dt=dt, substeps=substeps, capture=capture, body_index=body_index,
+        contacts=contacts, dt=dt, substeps=substeps, capture=capture, body_index=body_index,
         q_index=q_index, qd_index=qd_index, joint_offset=joint_offset, body_com=nm.body_com.numpy().astype(float),
         free_q=free_q, free_qd=free_qd, shape_geom=shape_geom, floor_mu=floor_mu, notes=notes, passive=passive)
 
@@ -288,7 +305,7 @@ def _set_limit_gains(nm, m, qd_index, override: dict, *, armature: bool) -> None
     nm.joint_limit_kd.assign(kd)
 
 
-def _switch_off_actuators(nm, control) -> None:
+def _switch_off_actuators(nm, control=None) -> None:
     """Only crosssim's torques act: no PD targets, MJCF motors with zero gain."""
     for name in ("joint_target_ke", "joint_target_kd"):
         getattr(nm, name).zero_()
