@@ -2,8 +2,17 @@
 
 In the spirit of newton's Model/State/Control and MuJoCo's mjModel/mjData: ``load`` builds an
 immutable model once, ``reset`` returns a state the caller owns, ``step`` advances it under
-joint torques computed by crosssim. Engines that keep their state inside a server (PyBullet)
-hide it behind this contract; nothing outside ``crosssim.engines`` knows.
+joint torques computed by crosssim.
+
+State ownership: a state is an object of the engine's (MuJoCo's MjData, ``PyBulletState``,
+``NewtonState``), never the model, and every call acts on the state it is given. Several states
+of one model may be alive; stepped in turn, each evolves exactly as it would alone. Engines that
+keep a world inside a server or a solver (PyBullet, SolverMuJoCo's warm start) swap it per state
+behind this contract; nothing outside ``crosssim.engines`` knows.
+
+Capabilities: what an engine offers beyond the contract is declared on its class as
+``capabilities = EngineCapabilities(...)`` (``EngineBase`` gives the all-False default) and read
+as declared, never probed. tests/test_engine_contract.py checks every registered engine.
 """
 
 from __future__ import annotations
