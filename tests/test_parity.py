@@ -95,8 +95,8 @@ def test_pybullet_kinematics_match_mujoco_exactly():
         engine = get_engine("pybullet")
         model = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet"))
         for m, d, qpos, qvel in random_states(scene, model.canonical.free_base, rng):
-            engine.reset(model, InitialState(qpos, qvel))
-            frame = engine.frame(model, model)
+            state = engine.reset(model, InitialState(qpos, qvel))
+            frame = engine.frame(model, state)  # ``state`` is in the server: the raw reads below see it
             np.testing.assert_allclose(frame.base_pos, d.xpos[1], atol=1e-6)
             np.testing.assert_allclose(frame.base_quat, d.xquat[1], atol=1e-6)
             np.testing.assert_allclose(frame.qvel, qvel, atol=1e-6)

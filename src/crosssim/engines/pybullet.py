@@ -70,6 +70,9 @@ class PyBulletModel:
     loaded: weakref.ref | None = None
     """The PyBulletState whose values are in the server now (weak: a state the caller dropped
     need not be saved when another one is loaded)."""
+    saved: list = field(default_factory=list)
+    """(weakref to a state, its snapshot id) for every state now kept as a snapshot; the
+    snapshots of states their owners dropped are removed from the server at the next save."""
 
 
 @dataclass(eq=False)
@@ -258,9 +261,7 @@ class EnginePyBullet(EngineBase):
     def reset_into(self, model: PyBulletModel, state: PyBulletState, initial: InitialState) -> PyBulletState:
         """Reuse ``state`` (the caller is done with it): its snapshot, if any, is dropped."""
         self._check(model, state)
-        if state.snapshot >= 0:
-            pybullet.removeState(state.snapshot, physicsClientId=model.client)
-            state.snapshot = -1
+        self._drop_snapshot(model, state)
         if not self._is_loaded(model, state):
             self._save_loaded(model)
         state.torques, state.time = np.zeros(model.canonical.joint_count), 0.0
@@ -290,10 +291,20 @@ class EnginePyBullet(EngineBase):
 
     def _save_loaded(self, model: PyBulletModel) -> None:
         """Snapshot the state now in the server, if its owner still holds it."""
+        for ref, snapshot in [e for e in model.saved if e[0]() is None]:  # owners dropped these
+            pybullet.removeState(snapshot, physicsClientId=model.client)
+            model.saved.remove((ref, snapshot))
         current = model.loaded() if model.loaded is not None else None
         if current is not None:
             current.snapshot = pybullet.saveState(physicsClientId=model.client)
+            model.saved.append((weakref.ref(current), current.snapshot))
         model.loaded = None
+
+    def _drop_snapshot(self, model: PyBulletModel, state: PyBulletState) -> None:
+        if state.snapshot >= 0:
+            pybullet.removeState(state.snapshot, physicsClientId=model.client)
+            model.saved = [e for e in model.saved if e[1] != state.snapshot]
+            state.snapshot = -1
 
     def _check(self, model: PyBulletModel, state: PyBulletState) -> None:
         if not isinstance(state, PyBulletState) or state.owner() is not model:
@@ -306,8 +317,7 @@ class EnginePyBullet(EngineBase):
         therefore take turns: the state leaving the server is saved (saveState keeps positions,
         velocities and the contact cache), the one arriving is restored from its snapshot and
         continues exactly as if it had been alone. One state at a time (every crossval episode)
-        never saves or restores anything. A state dropped while saved keeps its snapshot in the
-        server until ``close``.
+        never saves or restores anything.
         """
         if self._is_loaded(model, state):
             return
@@ -316,8 +326,7 @@ class EnginePyBullet(EngineBase):
             raise EngineFailure("pybullet: this state's model was closed")
         self._save_loaded(model)
         pybullet.restoreState(stateId=state.snapshot, physicsClientId=model.client)
-        pybullet.removeState(state.snapshot, physicsClientId=model.client)
-        state.snapshot = -1
+        self._drop_snapshot(model, state)
         model.loaded = weakref.ref(state)
 
     def step(self, model: PyBulletModel, state: PyBulletState, torques: np.ndarray, n_substeps: int = 1) -> None:
@@ -475,7 +484,7 @@ class EnginePyBullet(EngineBase):
         return audit_rows(c, got, notes)
 
     def close(self, model: PyBulletModel) -> None:
-        model.loaded = None
+        model.loaded, model.saved = None, []
         try:
             pybullet.disconnect(model.client)
         except pybullet.error:
