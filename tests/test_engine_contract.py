@@ -16,15 +16,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-import mujoco
 import numpy as np
 import pytest
 
-from crosssim.engines import AuditRow, EngineCapabilities, get_engine, registered_engines
+from crosssim.engines import AuditRow, EngineCapabilities, registered_engines
 from crosssim.engines.mujoco import EngineMuJoCo
 from crosssim.errors import CrossSimError, EngineUnavailable
 from crosssim.profiles import load_profile, profile_dirs
 from crosssim.runner.harness import Harness
+from crosssim.runner.simulator import open_engine
+from crosssim.variant import compile_model
 
 TASK = "Hopper"  # contacts, joint limits, a planar base: what the baseline crossval runs
 STEPS, SUBSTEPS = 25, 2
@@ -40,8 +41,8 @@ from crosssim.engines.mujoco import EngineMuJoCo
 class EngineRK4(EngineMuJoCo):
     name = "contract-rk4"
 
-    def load(self, scene, profile):
-        model = super().load(scene, profile)
+    def load(self, compiled, profile):
+        model = super().load(compiled, profile)
         model.mj.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
         return model
 '''
@@ -85,14 +86,12 @@ def column(request, harness):
     """(engine, model) of one column, loaded once for all checks; closed again at the end."""
     sys.path.insert(0, SITE)  # the plugin's entry point, for this module only
     request.addfinalizer(lambda: sys.path.remove(SITE))
-    profile = load_profile(request.param)
     try:
-        engine = get_engine(profile.engine)
+        sim = open_engine(load_profile(request.param), harness.scene)
     except EngineUnavailable as exc:
         pytest.skip(str(exc))
-    model = engine.load(harness.scene, profile)
-    yield engine, model
-    engine.close(model)  # a third close: closing is idempotent
+    yield sim.engine, sim.model
+    sim.close()  # a third close: closing is idempotent
 
 
 def _initial(harness: Harness, seed: int):
@@ -232,6 +231,6 @@ class EngineSharedState(EngineMuJoCo):
 
 def test_the_interleaving_check_can_fail(harness):
     engine = EngineSharedState()
-    model = engine.load(harness.scene, load_profile("mujoco"))
+    model = engine.load(compile_model(harness.scene), load_profile("mujoco"))
     with pytest.raises(AssertionError, match="differs from alone"):
         check_interleaving(engine, model, harness)
