@@ -80,6 +80,23 @@ def positive_number(unit: str = "") -> Callable[[str], float]:
     return parse
 
 
+def number(low: float = 0.0) -> Callable[[str], float]:
+    """Parser of a finite number >= ``low``."""
+    rule = f"a finite number >= {low:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {rule}") from None
+        if not (math.isfinite(value) and value >= low):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {rule}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
 seed = whole(0, SEED_MAX)
 
 
@@ -127,6 +144,14 @@ def task_name(text: str) -> str:
     return text
 
 
+def engine_name(text: str) -> str:
+    """One engine column (see engine_names)."""
+    (name,) = engine_names(text) if "," not in text else (None,)
+    if name is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one engine profile here, not a list")
+    return name
+
+
 # -- dataclass <-> argparse --
 
 def _parser_for(tp: Any) -> Callable[[str], Any]:
@@ -170,6 +195,8 @@ def add_options(parser: argparse.ArgumentParser, config: type) -> None:
         if f.default is not dataclasses.MISSING and f.default is not None:  # a computed default says so in its help
             kwargs["help"] += f" (default: {_shown(default)})".replace("%", "%%")
         if meta.get("positional"):
+            if typing.get_origin(hints[f.name]) is tuple:  # one or more values
+                kwargs.update(type=meta.get("parse") or str, nargs="+")
             parser.add_argument(f.name, **kwargs)
         else:
             parser.add_argument(*flags, dest=f.name, required=required, default=None if required else default,

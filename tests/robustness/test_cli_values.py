@@ -30,6 +30,12 @@ CASES = [
     (["train", "--task", "Hoper"], "argument --task: unknown task 'Hoper' (did you mean 'Hopper'?)"),
     (["train", "--steps", "0"], "argument --steps: '0' is not a whole number >= 1"),
     (["train", "--n-envs", "1.5"], "argument --n-envs: '1.5' is not a whole number >= 1"),
+    (["logs", "simulate", "--policy", CARD, "--out", "logs", "--noise", "-1"],
+     "argument --noise: '-1' is not a finite number >= 0"),
+    (["logs", "simulate", "--policy", CARD, "--out", "logs", "--seconds", "0"],
+     "argument --seconds: '0' is not a finite number > 0 of seconds"),
+    (["calibrate", "--real", "logs", "--max-evals", "0"], "argument --max-evals: '0' is not a whole number >= 1"),
+    (["calibrate", "--real", "logs", "--engine", "mujoco,pybullet"], "give one engine profile here, not a list"),
 ]
 
 
@@ -42,7 +48,8 @@ def test_invalid_value_is_one_line_and_exit_2(args, says, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert lines[0].startswith(f"crosssim {args[0]}: error: ") and says in lines[0], lines[0]
-    assert lines[0].endswith(f"(see crosssim {args[0]} --help)")
+    command = " ".join(args[:2]) if args[0] == "logs" else args[0]
+    assert lines[0].startswith(f"crosssim {command}: error: ") and says in lines[0], lines[0]
+    assert lines[0].endswith(f"(see crosssim {command} --help)")
     assert proc.stdout == "" and list(tmp_path.iterdir()) == []  # nothing ran, nothing written
 

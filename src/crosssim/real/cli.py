@@ -7,6 +7,10 @@ command runs.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+
+from crosssim import options
+from crosssim.options import add_options, option
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -92,45 +96,62 @@ def cmd_calibrate(args) -> int:
     return EXIT_OK
 
 
+@dataclass(frozen=True)
+class ValidateConfig:
+    files: tuple[str, ...] = option(positional=True, help="Log files (.parquet/.csv with a .json sidecar) or folders "
+                                                          "of them.")
+    policy: str | None = option(None, help="Policy card to check joints, period and sizes against (default: the card "
+                                           "the sidecar names).")
+
+
+@dataclass(frozen=True, kw_only=True)  # required and optional flags in the order --help shows them
+class SimulateConfig:
+    policy: str = option(help="Policy card.")
+    engine: str = option("mujoco", parse=options.engine_name,
+                         help="Engine profile playing the robot (its settings are the 'hidden' physics).")
+    out: str = option(help="Folder for the logs.")
+    episodes: int = option(4, parse=options.whole(1), help="Logs to write, one episode each.")
+    seconds: float | None = option(None, parse=options.positive_number("seconds"),
+                                   help="Log length [s]; default: the task's episode.")
+    seed: int = option(0, parse=options.seed, help="Base seed; log i uses seed + i.")
+    noise: float = option(1.0, parse=options.number(low=0.0),
+                          help="Sensor noise, times the defaults (q 0.002 rad, dq 0.02 rad/s, gyro 0.01 rad/s, "
+                               "orientation 0.005 rad, torque 0.05 N m).")
+    csv: bool = option(False, help="Write CSV instead of Parquet.")
+    trust_policy_code: bool = option(False, help="Allow code from the policy file to run.")
+
+
+@dataclass(frozen=True)
+class CalibrateConfig:
+    real: str = option(help="Folder of real logs (docs/real.md).")
+    engine: str = option("mujoco", parse=options.engine_name, help="Engine profile to start from and calibrate.")
+    params: str = option("damping,armature,frictionloss,motor_strength,latency",
+                         help="Comma-separated: friction, damping, armature, frictionloss, mass, motor_strength, "
+                              "motor_lag, latency.")
+    policy: str | None = option(None, help="Policy card (default: the card the logs' sidecars name).")
+    segment: float = option(0.5, parse=options.number(low=0.0),
+                            help="Reset to the logged state every this many seconds (fixed-base robots, or base "
+                                 "position and velocity logged); 0: replay whole logs [s].")
+    max_evals: int = option(200, parse=options.whole(1), help="Budget of simulations of the logs per fit.")
+    method: str = option("auto", choices=("auto", "lsq", "global"),
+                         help="lsq: bounded least squares (smooth, contact-free motion); global: differential "
+                              "evolution (rugged, contact-rich objectives); auto: global for floating-base robots.")
+    name: str | None = option(None, help="Profile name suffix (default: the log folder's name).")
+    out_dir: str = option("simulators", help="Where the profile is written.")
+    quiet: bool = option(False, help="No progress lines on stderr.")
+
+
 def add_commands(sub) -> None:
-    """Add ``logs`` and ``calibrate`` to crosssim's subcommand parser."""
+    """Add ``logs`` and ``calibrate`` to crosssim's subcommand parser (flags from the configs above)."""
     lg = sub.add_parser("logs", help="real robot logs: validate them, or simulate some (docs/real.md)")
-    lsub = lg.add_subparsers(dest="logs_command", required=True)
-    v = lsub.add_parser("validate", help="check logs against the format (and their policy card)")
-    v.add_argument("files", nargs="+", help="log files (.parquet/.csv with a .json sidecar) or folders of them")
-    v.add_argument("--policy", default=None, help="policy card to check joints, period and sizes against "
-                   "(default: the card the sidecar names)")
-    v.set_defaults(func=cmd_validate)
-    s = lsub.add_parser("simulate", help="write logs of a policy in one engine profile (a stand-in robot)")
-    s.add_argument("--policy", required=True, help="policy card")
-    s.add_argument("--engine", default="mujoco", help="engine profile playing the robot (its settings are the "
-                   "'hidden' physics)")
-    s.add_argument("--out", required=True, help="folder for the logs")
-    s.add_argument("--episodes", type=int, default=4)
-    s.add_argument("--seconds", type=float, default=None, help="log length [s]; default: the task's episode")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--noise", type=float, default=1.0, help="sensor noise, times the defaults (q 0.002 rad, "
-                   "dq 0.02 rad/s, gyro 0.01 rad/s, orientation 0.005 rad, torque 0.05 N m)")
-    s.add_argument("--csv", action="store_true", help="write CSV instead of Parquet")
-    s.add_argument("--trust-policy-code", action="store_true", help="allow code from the policy file to run")
-    s.set_defaults(func=cmd_simulate)
-    c = sub.add_parser("calibrate", help="fit an engine profile's physical settings to real logs; writes "
-                       "simulators/<engine>-calibrated-<name>.yaml")
-    c.add_argument("--real", required=True, help="folder of real logs (docs/real.md)")
-    c.add_argument("--engine", default="mujoco", help="engine profile to start from and calibrate")
-    c.add_argument("--params", default="damping,armature,frictionloss,motor_strength,latency",
-                   help="comma-separated: friction, damping, armature, frictionloss, mass, motor_strength, "
-                        "motor_lag, latency")
-    c.add_argument("--policy", default=None, help="policy card (default: the card the logs' sidecars name)")
-    c.add_argument("--segment", type=float, default=0.5, help="reset to the logged state every this many seconds "
-                   "(fixed-base robots, or base position and velocity logged); 0: replay whole logs")
-    c.add_argument("--max-evals", type=int, default=200, help="budget of simulations of the logs per fit")
-    c.add_argument("--method", default="auto", choices=("auto", "lsq", "global"),
-                   help="lsq: bounded least squares (smooth, contact-free motion); global: differential evolution "
-                        "(rugged, contact-rich objectives); auto: global for floating-base robots")
-    c.add_argument("--name", default=None, help="profile name suffix (default: the log folder's name)")
-    c.add_argument("--out-dir", default="simulators", help="where the profile is written")
-    c.add_argument("--quiet", action="store_true")
-    c.set_defaults(func=cmd_calibrate)
-
-
+    lsub = lg.add_subparsers(dest="logs_command", required=True, metavar="COMMAND")
+    for parent, name, func, config, help in (
+            (lsub, "validate", cmd_validate, ValidateConfig, "check logs against the format (and their policy card)"),
+            (lsub, "simulate", cmd_simulate, SimulateConfig,
+             "write logs of a policy in one engine profile (a stand-in robot)"),
+            (sub, "calibrate", cmd_calibrate, CalibrateConfig,
+             "fit an engine profile's physical settings to real logs; writes "
+             "simulators/<engine>-calibrated-<name>.yaml")):
+        c = parent.add_parser(name, help=help, description=help)
+        add_options(c, config)
+        c.set_defaults(func=func)
