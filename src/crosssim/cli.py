@@ -216,6 +216,7 @@ def cmd_gate(args) -> int:
     # Engine workers start as `python -c ...` in the checkout under review, which would put it
     # first on their sys.path: a pull request's top-level multiprocessing/ would run in them.
     os.environ["PYTHONSAFEPATH"] = "1"
+    os.environ["MPLBACKEND"] = "Agg"  # overrides a backend named by a ./matplotlibrc in the checkout
 
     def evaluate(policy: str, out: str | None, side: str):
         # Never trust code from the evaluated files: the gate runs on pull requests. Each side
