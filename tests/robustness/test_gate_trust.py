@@ -414,17 +414,28 @@ def test_gate_stdout_has_no_workflow_commands(tmp_path):
 
 
 def test_lone_surrogate_card_name_runs_to_the_end(tmp_path, good_policy):
-    """The name that used to kill the run after every episode (UnicodeEncodeError)."""
+    """The name that used to kill the run after every episode (UnicodeEncodeError): now refused
+    up front in one line (strict card parsing) or escaped; a newline with a workflow command in
+    the name is shown escaped, never as a line of its own."""
     _policy(tmp_path / "p", good_policy)
     card = tmp_path / "p" / "card.yaml"
-    card.write_text(card.read_text().replace("name: p", 'name: "\\ud800 \\n::warning::x"'))
-    proc = cli("crossval", "--policy", card, "--engines", "mujoco", "--episodes", "1", "--max-steps", "5",
-               "--no-risk", "--no-report", "--inline", "--out", tmp_path / "out", cwd=tmp_path, env=_env(tmp_path))
+    args = ["crossval", "--policy", card, "--engines", "mujoco", "--episodes", "1", "--max-steps", "5", "--no-risk",
+            "--no-report", "--inline"]
+    card.write_text(card.read_text().replace("name: p", 'name: "\\ud800x"'))
+    proc = cli(*args, "--out", tmp_path / "a", cwd=tmp_path, env=_env(tmp_path))
+    if proc.returncode == 1:
+        assert_one_line_error(proc, "card.yaml", "'name'")
+        assert not (tmp_path / "a" / "results.parquet").exists()  # refused before any episode
+    else:
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        assert json.loads((tmp_path / "a" / "summary.json").read_text())["policy"] == "\\ud800x"
+    card.write_text(card.read_text().replace('name: "\\ud800x"', 'name: "x \\n::warning::y"'))
+    proc = cli(*args, "--out", tmp_path / "b", cwd=tmp_path, env=_env(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     for line in (proc.stdout + proc.stderr).splitlines():
         assert not line.lstrip().startswith("::"), line
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["policy"] == "\\ud800 \\x0a::warning::x"
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["policy"] == "x \\x0a::warning::y"
 
 
 def test_cancelled_gate_removes_the_base_tree(tmp_path, good_policy):
