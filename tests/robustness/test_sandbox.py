@@ -261,3 +261,161 @@ def test_sb3_zip_bomb_is_refused_before_decompressing(case):
     proc, before = run_crossval(folder, "model.zip", run, fmt="sb3")
     assert_refused(proc, "model.zip", "inflates to 600 MiB, over crosssim's limit of 512 MiB per member")
     assert_untouched(folder, run, before)
+
+
+# -- the sandboxed policy process -------------------------------------------------------------------
+
+requires_sandbox = pytest.mark.skipif(
+    __import__("crosssim.policies.sandbox", fromlist=["x"]).unavailable() is not None,
+    reason="the policy sandbox cannot be set up on this host (see crosssim.policies.sandbox.unavailable)")
+
+
+@requires_sandbox
+def test_sandboxed_process_can_open_no_file_socket_or_program(tmp_path):
+    """The lockdown itself, on a bare interpreter: reads, writes, sockets, fork and exec all fail."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("zzzz")
+    probe = f"""
+import os, socket, subprocess
+from crosssim.policies.sandbox import _restrict
+_restrict({{"memory_mb": 1024, "cpu_s": 60}})
+def attempt(name, fn):
+    try:
+        fn()
+        print(name, "ALLOWED")
+    except Exception as exc:
+        print(name, "denied", type(exc).__name__)
+attempt("read", lambda: open("/etc/hostname").read())
+attempt("write", lambda: open({str(victim)!r}, "w").write("AAAA"))
+attempt("create", lambda: open({str(tmp_path / 'new.txt')!r}, "w"))
+attempt("socket", lambda: socket.socket())
+attempt("fork", lambda: os.fork() or os._exit(0))
+attempt("exec", lambda: os.execv("/bin/true", ["true"]))
+attempt("chmod", lambda: os.chmod({str(victim)!r}, 0o777))
+attempt("kill", lambda: os.kill(1, 0))
+"""
+    before = snapshot(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 8 and all(" denied " in line for line in lines), proc.stdout
+    assert snapshot(tmp_path) == before
+
+
+@requires_sandbox
+@pytest.mark.parametrize("build", [forward_writer, setstate_writer], ids=["forward", "setstate"])
+def test_sandbox_stops_file_access_the_check_would_have_refused(tmp_path, build):
+    """Second layer: the same hostile policies, handed to the sandbox without the static check
+    (as if the allow-list had a hole), write nothing; the failure is one line."""
+    from crosssim.errors import PolicyLoadError
+    from crosssim.policies.sandbox import SandboxedPolicy
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("zzzz")
+    (tmp_path / "policy.pt").write_bytes(build(victim))
+    before = snapshot(tmp_path)
+    with pytest.raises(PolicyLoadError) as err:
+        SandboxedPolicy("torchscript", tmp_path / "policy.pt", obs_size=11)
+    message = str(err.value)
+    assert "\n" not in message and "policy.pt" in message and "Permission denied" in message, message
+    assert victim.read_text() == "zzzz" and snapshot(tmp_path) == before
+
+
+def _hog(limit_mb: int):
+    """Allocates twice ``limit_mb`` from its 7th forward on (the 1st is the load-time check)."""
+    n = limit_mb * (1 << 20) // 2  # float32: 2 x limit bytes
+
+    class Hog(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.zeros(1))
+            self.n = n
+
+        def forward(self, x):
+            self.count += 1
+            if bool(self.count[0] >= 7):
+                return x[:, :3] * 0 + torch.ones(self.n)[0]
+            return x[:, :3] * 0
+
+        @torch.jit.export
+        def reset(self):  # keeps the count across episodes: episode 0 runs, episode 1 allocates
+            pass
+
+    return _saved(Hog())
+
+
+@requires_sandbox
+def test_policy_over_its_memory_limit_fails_its_episode_and_keeps_the_others(case):
+    import pandas as pd
+
+    folder, victim, run = case
+    (folder / "policy.pt").write_bytes(_hog(1024))
+    card = write_card(folder, policy={"file": "policy.pt", "format": "torchscript"})
+    before = snapshot(folder.parent, skip=run)
+    proc = cli("crossval", "--policy", card, "--episodes", "2", "--max-steps", "5", "--engines", "mujoco",
+               "--no-risk", "--no-report", "--policy-memory-mb", "1024", "--out", run)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    df = pd.read_parquet(run / "results.parquet").sort_values("episode")
+    assert len(df) == 2 and pd.isna(df.failure.iloc[0]), df.failure.tolist()
+    assert "ran out of its memory limit of 1024 MiB (--policy-memory-mb)" in df.failure.iloc[1], df.failure.tolist()
+    assert "\n" not in df.failure.iloc[1]
+    assert_untouched(folder, run, before)
+
+
+def _hangs_on_zeros():
+    class Stubborn(torch.nn.Module):
+        def forward(self, x):
+            i = 0
+            while bool(torch.all(torch.eq(x, 0.0))):
+                i += 1
+            return x[:, :3]
+
+    return _saved(Stubborn())
+
+
+@requires_sandbox
+def test_policy_hanging_on_the_preflight_input_is_killed_within_the_timeout(case):
+    import time
+
+    folder, victim, run = case
+    (folder / "policy.pt").write_bytes(_hangs_on_zeros())
+    card = write_card(folder, policy={"file": "policy.pt", "format": "torchscript"})
+    before = snapshot(folder.parent, skip=run)
+    start = time.monotonic()
+    proc = cli("crossval", "--policy", card, "--episodes", "1", "--engines", "mujoco", "--no-risk", "--no-report",
+               "--out", run, env={"CROSSSIM_POLICY_TIMEOUT": "5"}, timeout=200)
+    assert_refused(proc, "policy.pt", "did not answer within 5 s")
+    assert time.monotonic() - start < 150
+    assert_untouched(folder, run, before)
+
+
+def test_without_the_sandbox_untrusted_torchscript_is_refused(case, good_policy):
+    folder, victim, run = case
+    (folder / "policy.pt").write_bytes((good_policy / "policy.pt").read_bytes())
+    card = write_card(folder, policy={"file": "policy.pt", "format": "torchscript"})
+    before = snapshot(folder.parent, skip=run)
+    args = ["crossval", "--policy", card, "--episodes", "1", "--max-steps", "5", "--engines", "mujoco", "--no-risk",
+            "--no-report", "--out", run]
+    proc = cli(*args, env={"CROSSSIM_NO_SANDBOX": "1"})
+    assert_refused(proc, "policy.pt", "untrusted TorchScript runs only in crosssim's sandbox",
+                   "CROSSSIM_NO_SANDBOX=1", "--trust-policy-code")
+    assert_untouched(folder, run, before)
+    trusted = cli(*args, "--trust-policy-code", env={"CROSSSIM_NO_SANDBOX": "1"})
+    assert trusted.returncode == 0, trusted.stderr
+
+
+@requires_sandbox
+def test_sandboxed_policy_acts_like_the_in_process_one(good_policy):
+    import numpy as np
+
+    from crosssim.policies.sandbox import SandboxedPolicy
+    from crosssim.policies.torchscript import TorchScriptPolicy
+
+    here = TorchScriptPolicy(good_policy / "policy.pt", obs_size=11)
+    there = SandboxedPolicy("torchscript", good_policy / "policy.pt", obs_size=11)
+    x = np.random.default_rng(0).normal(size=(4, 11))
+    np.testing.assert_array_equal(there.act(x), here.act(x))
+    np.testing.assert_array_equal(there.act(x[0]), here.act(x[0]))
+    assert (there.obs_size, there.action_size, there.batchable) == (11, 3, True)
+    there.close()
+    assert there.proc.poll() is not None

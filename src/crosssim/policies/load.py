@@ -34,15 +34,15 @@ def load_sb3(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Pol
 
 
 def load_torchscript(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
-    from crosssim.policies.torchscript import TorchScriptPolicy
+    from crosssim.policies.sandbox import open_policy
 
-    return TorchScriptPolicy(card.policy_file, obs_size=obs_size, check=not trust)
+    return open_policy("torchscript", card.policy_file, obs_size=obs_size, trust=trust)
 
 
 def load_onnx(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
-    from crosssim.policies.onnx import OnnxPolicy
+    from crosssim.policies.sandbox import open_policy
 
-    return OnnxPolicy(card.policy_file, obs_size=obs_size, output=card.onnx_output)
+    return open_policy("onnx", card.policy_file, obs_size=obs_size, trust=trust, output=card.onnx_output)
 
 
 def load_rllib(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:

@@ -11,19 +11,24 @@ from crosssim.policies.base import Policy
 
 
 class OnnxPolicy(Policy):
-    def __init__(self, path: Path, obs_size: int | None = None, output: str | None = None):
+    def __init__(self, path: Path, obs_size: int | None = None, output: str | None = None, *,
+                 source: bytes | None = None):
+        """``source``: the file's bytes, already read (the sandbox's child); ``path`` then only
+        names the file in messages, and external data files cannot be found."""
         try:
             import onnxruntime as ort
         except ImportError:
             raise PolicyLoadError("ONNX policies need onnxruntime: pip install 'crosssim[onnx]'") from None
         from crosssim.policies.limits import check_file_size
 
-        check_file_size(path)
+        if source is None:
+            check_file_size(path)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         try:
-            self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(source if source is not None else str(path), options,
+                                                providers=["CPUExecutionProvider"])
         except Exception as exc:
             raise PolicyLoadError(f"{path}: onnxruntime cannot load it ({str(exc).splitlines()[0][:200]})") from None
         self.path = Path(path)

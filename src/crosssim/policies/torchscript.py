@@ -19,8 +19,19 @@ from crosssim.errors import PolicyLoadError
 from crosssim.policies.base import Policy
 
 
+def error_line(exc: Exception) -> str:
+    """The line of a TorchScript error that says what failed: the interpreter's message starts
+    with a generic line and a TorchScript traceback, and ends with the original error."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[-1] if lines else type(exc).__name__)[:200]
+
+
 class TorchScriptPolicy(Policy):
-    def __init__(self, path: Path, obs_size: int | None = None, *, check: bool = True):
+    def __init__(self, path: Path, obs_size: int | None = None, *, check: bool = True, source: bytes | None = None):
+        """``source``: the file's bytes, already read (the sandbox reads them before it locks
+        itself out of the filesystem); ``path`` then only names the file in messages."""
+        import io
+
         import torch
 
         if check:
@@ -28,9 +39,9 @@ class TorchScriptPolicy(Policy):
 
             check_torchscript(path)
         try:
-            self.module = torch.jit.load(str(path), map_location="cpu")
+            self.module = torch.jit.load(io.BytesIO(source) if source is not None else str(path), map_location="cpu")
         except Exception as exc:
-            raise PolicyLoadError(f"{path}: not a TorchScript file torch.jit.load can read ({str(exc)[:200]})") from None
+            raise PolicyLoadError(f"{path}: not a TorchScript file torch.jit.load can read ({error_line(exc)})") from None
         self.module.eval()
         self.path = Path(path)
         self._snapshot = {k: v.clone() for k, v in self.module.state_dict().items()}
@@ -45,7 +56,7 @@ class TorchScriptPolicy(Policy):
             except Exception as exc:
                 raise PolicyLoadError(
                     f"{path}: the policy does not accept a (1, {obs_size}) observation, the size the card's "
-                    f"task produces ({str(exc).splitlines()[0][:200]})") from None
+                    f"task produces ({error_line(exc)})") from None
             self.action_size = int(out.shape[-1])
             self.reset()
 

@@ -78,6 +78,9 @@ class CrossvalConfig:
                         help="Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md).")
     real: str | None = option(
         None, help="Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs.")
+    policy_memory_mb: int | None = option(
+        None, parse=options.whole(256),
+        help="Address-space limit of each sandboxed policy process [MiB]; default $CROSSSIM_POLICY_MEMORY_MB, else 4096.")
 
 
 def default_out(card: Card) -> Path:
@@ -115,6 +118,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     unknown engine, unwritable output folder); then the plan."""
     from crosssim.engines.base import registered_engines
     from crosssim.policies import load_policy
+    from crosssim.policies.sandbox import set_memory_limit
     from crosssim.profiles import load_profile
     from crosssim.risk import risk_conditions
 
@@ -126,6 +130,8 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
             raise CrossSimError(f"unknown engine {e!r}; known: {sorted(registered_engines())} (see `crosssim engines`)")
     harness = Harness.from_card(card)
     # Loaded exactly as the workers will load it (same trust), then dropped.
+    if config.policy_memory_mb is not None:  # the workers inherit it through the environment
+        set_memory_limit(config.policy_memory_mb)
     load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=config.trust_policy_code)
     out = Path(config.out) if config.out else default_out(card)
     try:
