@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from crosssim.cli import EXIT_MISMATCH, EXIT_OK, main
-from crosssim.engines.availability import install_hint
+from crosssim.extras import install_hint
 
 ROOT = Path(__file__).resolve().parents[1]
 

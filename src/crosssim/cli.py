@@ -369,6 +369,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("crosssim: interrupted; results written so far are kept", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped (`crosssim engines | head`): nothing left to say
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 141  # 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 
 
 if __name__ == "__main__":

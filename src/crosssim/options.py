@@ -146,10 +146,9 @@ def task_name(text: str) -> str:
 
 def engine_name(text: str) -> str:
     """One engine column (see engine_names)."""
-    (name,) = engine_names(text) if "," not in text else (None,)
-    if name is None:
+    if "," in text:
         raise argparse.ArgumentTypeError(f"{text!r}: give one engine profile here, not a list")
-    return name
+    return engine_names(text)[0]
 
 
 # -- dataclass <-> argparse --

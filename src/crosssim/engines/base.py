@@ -152,13 +152,6 @@ BUILTIN_ENGINES: dict[str, str] = {
     "newton": "crosssim.engines.newton:EngineNewton",
 }
 
-INSTALL_HINT = {
-    "mujoco": "pip install mujoco",
-    "pybullet": "pip install 'crosssim[pybullet]'",
-    "newton": "pip install 'crosssim[newton]'",
-}
-
-
 def _entry_points() -> dict[str, str]:
     from crosssim.registry import plugin_targets
 
@@ -179,7 +172,9 @@ def get_engine(name: str) -> Engine:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        hint = INSTALL_HINT.get(name, f"install the package providing {module_name}")
+        from crosssim.extras import ENGINE_DISTRIBUTION, install_hint
+
+        hint = install_hint(ENGINE_DISTRIBUTION.get(name, module_name.split(".")[0]))
         raise EngineUnavailable(f"{name} is not available ({exc}): {hint}") from None
     engine = getattr(module, cls_name)()
     # Validated once here, so the runner can read the declaration without probing it.
