@@ -6,7 +6,6 @@ the card file and the field, and says what would be accepted.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,14 +141,15 @@ def _floats(value, where: Path, name: str, size: int | None = None) -> list[floa
 
 def _check_keys(d: dict, section: str, where: Path) -> None:
     """Refuse keys a version-1 card does not have: a typo would otherwise be silently ignored."""
+    from crosssim.strictload import did_you_mean
+
     known = FIELDS[section]
     prefix = f"{section}." if section else ""
     for key in d:
         if key in known:
             continue
-        near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
-        hint = f"did you mean '{prefix}{near[0]}'?" if near else f"known: {', '.join(known)}"
-        raise CardError(f"{where}: field '{prefix}{printable(str(key), 60)}' is not known; {hint}")
+        raise CardError(f"{where}: field '{prefix}{printable(str(key), 60)}' is not known; "
+                        f"{did_you_mean(key, known, prefix)}")
 
 
 def _repo_root(folder: Path) -> Path | None:

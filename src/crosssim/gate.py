@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from crosssim.errors import CrossSimError
+from crosssim.strictload import did_you_mean, finite
 from crosssim.results import RunSummary
 from crosssim.text import markdown_text, printable, xml_text
 
@@ -65,10 +66,13 @@ class GateConfig:
             known = {f.name: f for f in fields(cls)}
             for key, value in table.items():
                 if key not in known:
-                    raise CrossSimError(f"{where}: unknown gate setting {key!r}; known: {sorted(known)}")
+                    raise CrossSimError(f"{where}: unknown gate setting {key!r}; {did_you_mean(key, sorted(known))}")
                 if key == "warnings_fail" and not isinstance(value, bool) or key != "warnings_fail" and not (
-                        isinstance(value, (int, float)) and not isinstance(value, bool)):
-                    raise CrossSimError(f"{where}: gate setting {key!r} has the wrong type ({value!r})")
+                        finite(value) and (value >= 0 or key == "min_reference_return")):  # NaN would pass all
+                    raise CrossSimError(f"{where}: gate setting {key!r} has the wrong type or value ({value!r}); "
+                                        f"{'true or false' if key == 'warnings_fail' else 'a finite number >= 0'}")
+            if table.keys() >= {"warn_risk", "max_risk"} and table["warn_risk"] > table["max_risk"]:
+                raise CrossSimError(f"{where}: gate warn_risk is above max_risk (WARN could never show); swap them")
             return cls(**table)
         return cls()
 

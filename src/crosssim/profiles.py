@@ -38,15 +38,12 @@ def profile_dirs() -> list[Path]:
 
 
 def load_profile(name: str) -> EngineProfile:
-    import yaml
+    from crosssim.strictload import load_yaml
 
     for folder in profile_dirs():
         path = folder / f"{name}.yaml"
         if path.is_file():
-            try:
-                raw = yaml.safe_load(path.read_text()) or {}
-            except yaml.YAMLError as exc:
-                raise CrossSimError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+            raw = load_yaml(path, what="profile") or {}  # duplicate keys, deep nesting: one line
             if not isinstance(raw, dict):
                 raise CrossSimError(f"{path}: a profile is a mapping (engine: ..., settings: ...)")
             settings = raw.get("settings") or {}

@@ -8,6 +8,7 @@ level: 20,000 levels end in RecursionError), and so is the file size. Every erro
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from pathlib import Path
@@ -40,7 +41,7 @@ class StrictLoader(yaml.SafeLoader):
         try:
             if self._depth > MAX_DEPTH:
                 line = self.peek_event().start_mark.line + 1
-                raise _Problem(f"nested more than {MAX_DEPTH} levels deep (line {line}); a card is a flat document")
+                raise _Problem(f"nested more than {MAX_DEPTH} levels deep (line {line}); is this the right file?")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -157,4 +158,15 @@ def bad_text(doc, where: str = "") -> tuple[str, str] | None:
 
 
 def finite(value) -> bool:
+    """A real number (not a bool), neither NaN nor infinite."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def did_you_mean(key, known, prefix: str = "") -> str:
+    """The hint after an unknown key: the nearest known one (a typo), else the known ones.
+
+    ``prefix`` (a section such as ``action.``) is shown before the suggestion, not compared.
+    """
+    known = list(known)
+    near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+    return f"did you mean '{prefix}{near[0]}'?" if near else f"known: {', '.join(known)}"

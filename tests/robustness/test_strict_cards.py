@@ -331,3 +331,47 @@ def test_disk_full_message_without_a_mount(tmp_path):
     with pytest.raises(CrossSimError, match=r"summary.json: cannot write it \(No space left on device\)"):
         write_atomic(target, to_full_device)
     assert target.read_text() == "{}" and sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+# -- the other config files: gate thresholds (crosssim.toml) and engine profiles -------------------
+
+@pytest.mark.parametrize("toml,needles", [
+    ("max_rsk = 0.7", ["unknown gate setting 'max_rsk'; did you mean 'max_risk'?"]),
+    ("max_risk = nan", ["gate setting 'max_risk' has the wrong type or value (nan)", "a finite number >= 0"]),
+    ("max_regression = -0.1", ["'max_regression' has the wrong type or value (-0.1)"]),
+    ("warn_risk = 0.6\nmax_risk = 0.3", ["warn_risk is above max_risk"]),
+    ("max_risk = 0.3\nmax_risk = 0.4", ["not valid TOML (Cannot overwrite a value (at line 3"]),
+], ids=["typo", "nan threshold", "negative regression", "warn above fail", "duplicate key"])
+def test_bad_gate_config(tmp_path, toml, needles):
+    # A NaN threshold used to be accepted: every comparison with it is False, so nothing ever failed.
+    (tmp_path / "summary.json").write_text("{}")
+    (tmp_path / "crosssim.toml").write_text(f"[gate]\n{toml}\n")
+    before = _files(tmp_path, tmp_path / "none")
+    proc = cli("gate", "--run", tmp_path, "--config", tmp_path / "crosssim.toml")
+    assert_clean_error(proc, "crosssim.toml", *needles)
+    assert _files(tmp_path, tmp_path / "none") == before
+
+
+def test_gate_config_with_only_max_risk_is_fine(tmp_path):
+    from crosssim.gate import GateConfig
+
+    (tmp_path / "crosssim.toml").write_text("[gate]\nmax_risk = 0.2\nmin_reference_return = -50\n")
+    assert GateConfig.load(tmp_path / "crosssim.toml").max_risk == 0.2  # below the default warn_risk: still fine
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("engine: mujoco\nsettings: {}\nengine: pybullet\n", "key 'engine' appears twice (lines 1 and 3)"),
+    ("engine: mujoco\nsettings: " + "{a: " * 2000 + "1" + "}" * 2000 + "\n", "nested more than 50 levels deep"),
+], ids=["duplicate engine", "deep settings"])
+def test_bad_engine_profile(tmp_path, good_policy, text, needle):
+    folder = _case_dir(tmp_path, good_policy)
+    sims = tmp_path / "sims"
+    sims.mkdir()
+    (sims / "mujoco-odd.yaml").write_text(text)
+    proc = cli("crossval", "--policy", _card(folder), "--engines", "mujoco-odd", "--episodes", "1", "--out",
+               folder / "run", env={"CROSSSIM_SIMULATORS": str(sims)})
+    # --engines is checked while the command line is read: argparse's one line and exit 2.
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "error: argument --engines:" in last and "mujoco-odd.yaml" in last and needle in last, last
+    assert not (folder / "run").exists()
