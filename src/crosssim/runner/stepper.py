@@ -1,7 +1,8 @@
 """The control step every consumer shares: latency, actuation chain, engine substeps, noise.
 
-``run_episode`` (evaluation) and ``CrossSimEnv`` (training) both drive engines through this one
-class, so a perturbation means the same thing in both.
+Every episode loop (crossval, lockstep batches, the gymnasium Env, real-log replay and
+calibration; crosssim.runner.episode) drives engines through this one class, so a perturbation
+means the same thing in all of them.
 """
 
 from __future__ import annotations
