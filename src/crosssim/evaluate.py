@@ -28,15 +28,15 @@ def crossval(config: CrossvalConfig, *, progress=None) -> CrossvalRun:
     plan = plan_crossval(config)
     logs = None
     if config.real:  # a bad log fails now, before any engine runs
-        from crosssim.real.compare import load_for
+        from crosssim.real.logs import read_logs
 
-        logs = load_for(plan.card, config.real)
+        logs = read_logs(config.real, plan.harness)  # checked against the run's harness; LogError names the file
     summary = run_plan(plan, progress=progress)
     if logs is not None:
         from crosssim.real.compare import real_section
 
         section = real_section(plan.card, config.engines, logs, trust=config.trust_policy_code,
-                               log_dir=str(config.real), progress=progress)
+                               log_dir=str(config.real), progress=progress, harness=plan.harness)
         summary = dataclasses.replace(summary, real=section)
         write_summary(plan.out, summary)
     report = error = None

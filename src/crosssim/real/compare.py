@@ -205,23 +205,16 @@ def policy_check(policy, logs: list[RealLog]) -> dict | None:
     return {"logs": len(with_obs), "max_abs_action_error": worst}
 
 
-def load_for(card, folder) -> list[RealLog]:
-    """The logs of ``folder``, checked against the card's harness (LogError names the file)."""
-    from crosssim.real.logs import read_logs
-    from crosssim.runner.harness import Harness
-
-    return read_logs(folder, Harness.from_card(card))
-
-
 def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, window_s: float = 1.0,
-                 log_dir: str | None = None, progress=None) -> dict:
-    """The REAL column of a crossval: every engine profile against every log, both modes."""
+                 log_dir: str | None = None, progress=None, harness=None) -> dict:
+    """The REAL column of a crossval: every engine profile against every log, both modes.
+    ``harness``: the crossval's (built from ``card`` when None)."""
     from crosssim.policies import load_policy
     from crosssim.profiles import load_profile
     from crosssim.runner.harness import Harness
     from crosssim.runner.simulator import open_engine
 
-    harness = Harness.from_card(card)
+    harness = harness or Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
     section = {"log_dir": log_dir, "logs": [log.name for log in logs], "window_s": window_s,
                "duration_s": float(sum(log.duration for log in logs)),
