@@ -6,7 +6,7 @@ import re
 from importlib.metadata import PackageNotFoundError, requires
 
 # Distribution each built-in engine needs; a plugin needs the top-level module of its target.
-ENGINE_DISTRIBUTION = {"mujoco": "mujoco", "pybullet": "pybullet", "newton": "newton"}
+ENGINE_DISTRIBUTION = {"mujoco": "mujoco", "pybullet": "pybullet", "newton": "newton", "physx": "sapien"}
 
 
 def _normal(name: str) -> str:

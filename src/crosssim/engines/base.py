@@ -150,6 +150,7 @@ BUILTIN_ENGINES: dict[str, str] = {
     "mujoco": "crosssim.engines.mujoco:EngineMuJoCo",
     "pybullet": "crosssim.engines.pybullet:EnginePyBullet",
     "newton": "crosssim.engines.newton:EngineNewton",
+    "physx": "crosssim.engines.physx:EnginePhysX",
 }
 
 def _entry_points() -> dict[str, str]:
