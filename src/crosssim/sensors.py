@@ -14,6 +14,7 @@ import numpy as np
 
 from crosssim.errors import CardError
 from crosssim.frame import SimFrame
+from crosssim.scene import load_mujoco_model
 
 SUPPORTED = ("gyro", "velocimeter", "framepos", "framequat", "framexaxis", "frameyaxis", "framezaxis",
              "framelinvel", "frameangvel", "jointpos", "jointvel")
@@ -24,7 +25,7 @@ class SensorReader:
         import mujoco
 
         self._mj = mujoco
-        self.m = mujoco.MjModel.from_xml_path(str(scene))
+        self.m = load_mujoco_model(Path(scene))  # size limits first, as for every compile
         self.d = mujoco.MjData(self.m)
         self._time = None
         self.types = {}

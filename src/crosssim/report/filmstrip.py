@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from crosssim.scene import load_mujoco_model
+
 
 def _render(scene: str, strips: dict, frames: int, size: tuple[int, int], q) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
@@ -23,7 +25,7 @@ def _render(scene: str, strips: dict, frames: int, size: tuple[int, int], q) -> 
         import mujoco
         from PIL import Image
 
-        m = mujoco.MjModel.from_xml_path(scene)
+        m = load_mujoco_model(Path(scene))  # size limits first (the scene path comes from summary.json)
         d = mujoco.MjData(m)
         renderer = mujoco.Renderer(m, size[0], size[1])
         camera = mujoco.MjvCamera()
