@@ -32,6 +32,16 @@ def test_install_hints_name_extras_pyproject_declares():
     assert install_hint("pybullet") == "pip install 'crosssim[pybullet]'"
     assert "crosssim[" not in install_hint("mujoco")  # a core dependency, not an extra
     assert install_hint("not-a-crosssim-dependency") == "pip install not-a-crosssim-dependency"
+    # What each built-in engine needs comes from the extra named after it, so a new engine's
+    # extra is picked up without a second table.
+    from crosssim.engines.base import BUILTIN_ENGINES
+    from crosssim.extras import engine_distribution
+
+    needs = {e: engine_distribution(e) for e in BUILTIN_ENGINES}
+    assert needs["mujoco"] == "mujoco" and needs["pybullet"] == "pybullet" and needs["newton"] == "newton"
+    assert all(needs.values()), (needs, "stale install metadata? pip install --no-deps -e . after a pyproject change")
+    for engine, dist in needs.items():
+        assert engine == "mujoco" or install_hint(dist) == f"pip install 'crosssim[{engine}]'", (engine, dist)
 
 
 def _help(command: str) -> str:

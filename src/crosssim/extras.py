@@ -2,38 +2,53 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from importlib.metadata import PackageNotFoundError, requires
-
-# Distribution each built-in engine needs; a plugin needs the top-level module of its target.
-ENGINE_DISTRIBUTION = {"mujoco": "mujoco", "pybullet": "pybullet", "newton": "newton", "physx": "sapien"}
 
 
 def _normal(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def install_hint(distribution: str) -> str:
-    """The pip command that installs ``distribution`` the way crosssim declares it.
-
-    Read from crosssim's installed metadata (pyproject's dependencies and extras), so the hint
-    names an extra only where one exists: the smallest extra that requires the distribution
-    (``pip install 'crosssim[pybullet]'``), ``pip install crosssim`` for a core dependency, else
-    the distribution itself.
-    """
+@functools.lru_cache(maxsize=1)
+def _declared() -> tuple[frozenset[str], dict[str, tuple[str, ...]]]:
+    """(core dependencies, extra -> its distributions in declared order), from crosssim's metadata."""
     try:
         reqs = requires("crosssim") or []
     except PackageNotFoundError:
         reqs = []
-    want, extras, core = _normal(distribution), {}, False
+    core, extras = set(), {}
     for req in reqs:
         name = _normal(re.match(r"[A-Za-z0-9._-]*", req).group())
         marker = re.search(r"""extra\s*==\s*["']([^"']+)["']""", req)
         if marker:
             extras.setdefault(marker.group(1), []).append(name)
-        elif name == want:
-            core = True
-    if core:
+        else:
+            core.add(name)
+    return frozenset(core), {e: tuple(names) for e, names in extras.items()}
+
+
+def engine_distribution(engine: str) -> str | None:
+    """The distribution a built-in engine needs: the first one of the extra named after it
+    (``physx`` -> ``sapien``), or the engine itself where it is a core dependency (``mujoco``);
+    None where crosssim declares nothing for it."""
+    core, extras = _declared()
+    if engine in extras and extras[engine]:
+        return extras[engine][0]
+    return engine if _normal(engine) in core else None
+
+
+def install_hint(distribution: str) -> str:
+    """The pip command that installs ``distribution`` the way crosssim declares it.
+
+    Names an extra only where one exists: the smallest extra that requires the distribution
+    (``pip install 'crosssim[pybullet]'``); a core dependency is installed by name, and so is a
+    distribution crosssim does not declare.
+    """
+    core, extras = _declared()
+    want = _normal(distribution)
+    if want in core:
         return f"pip install {distribution} (a dependency of crosssim)"
     fits = [e for e, names in extras.items() if want in names]
     if fits:

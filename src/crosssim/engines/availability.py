@@ -8,7 +8,7 @@ import shutil
 import sys
 
 from crosssim.engines.base import BUILTIN_ENGINES, registered_engines
-from crosssim.extras import ENGINE_DISTRIBUTION, install_hint
+from crosssim.extras import engine_distribution, install_hint
 
 
 def engine_statuses() -> list[tuple[str, bool, str]]:
@@ -16,7 +16,8 @@ def engine_statuses() -> list[tuple[str, bool, str]]:
     for name, target in registered_engines().items():
         module = target.partition(":")[0]
         if target == BUILTIN_ENGINES.get(name):
-            needs = ENGINE_DISTRIBUTION.get(name)
+            dist = engine_distribution(name)
+            needs = dist.replace("-", "_") if dist else None  # the module a distribution of that name provides
         else:
             needs = module.split(".")[0] if not module.startswith("crosssim.") else None
         if needs and importlib.util.find_spec(needs) is None:

@@ -153,6 +153,7 @@ BUILTIN_ENGINES: dict[str, str] = {
     "physx": "crosssim.engines.physx:EnginePhysX",
 }
 
+
 def _entry_points() -> dict[str, str]:
     from crosssim.registry import plugin_targets
 
@@ -173,9 +174,9 @@ def get_engine(name: str) -> Engine:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        from crosssim.extras import ENGINE_DISTRIBUTION, install_hint
+        from crosssim.extras import engine_distribution, install_hint
 
-        hint = install_hint(ENGINE_DISTRIBUTION.get(name, module_name.split(".")[0]))
+        hint = install_hint(engine_distribution(name) or module_name.split(".")[0])
         raise EngineUnavailable(f"{name} is not available ({exc}): {hint}") from None
     engine = getattr(module, cls_name)()
     # Validated once here, so the runner can read the declaration without probing it.
