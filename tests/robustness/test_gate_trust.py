@@ -224,6 +224,11 @@ def test_rows_planted_in_the_checkout_are_not_read(tmp_path, good_policy, monkey
     assert proc.returncode == 0, proc.stderr
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["engines"]["mujoco"]["mean_return"] < 100, summary["engines"]
+    # Control: the planted row is at the right key (a cache pointed there does read it).
+    proc = cli("crossval", "--policy", "policies/p/card.yaml", "--engines", "mujoco", "--episodes", "1",
+               "--max-steps", "5", "--no-risk", "--no-report", "--inline", "--out", tmp_path / "control", cwd=repo,
+               env={**env, "CROSSSIM_CACHE": str(planted)})
+    assert json.loads((tmp_path / "control" / "summary.json").read_text())["engines"]["mujoco"]["mean_return"] == 5000
 
 
 def _key(card_path, scene=None):

@@ -81,6 +81,8 @@ def _norm_file(card) -> Path | None:
 def card_files(card) -> set[Path]:
     """Resolved paths of every file the card makes a run read (its task's default scene aside)."""
     files = {card.path.resolve(), card.policy_file.resolve()}
+    if card.policy_file.is_dir():  # an RLlib checkpoint: every file in it (a symlink shows its target)
+        files.update(f.resolve() for f in card.policy_file.rglob("*") if f.is_file())
     if _norm_file(card) is not None:
         files.add(_norm_file(card).resolve())
     if card.robot:
