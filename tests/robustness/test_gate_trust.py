@@ -147,19 +147,38 @@ def test_pr_cannot_choose_thresholds_profiles_or_cached_rows(tmp_path, good_poli
     ET.parse(tmp_path / "gate.xml")
 
 
-def test_gate_refuses_card_reading_outside_the_repository(tmp_path, good_policy):
+def _robot_outside(repo, tmp_path, good_policy):
+    (tmp_path / "outside.xml").write_text("<mujoco/>")
+    _policy(repo / "policies" / "p", good_policy, robot="../../../outside.xml")
+    return "outside.xml"
+
+
+def _weights_link_outside(repo, tmp_path, good_policy):
+    shutil.copy(good_policy / "policy.pt", tmp_path / "outside.pt")
+    (repo / "policies" / "p" / "policy.pt").unlink()
+    (repo / "policies" / "p" / "policy.pt").symlink_to(tmp_path / "outside.pt")
+    return "outside.pt"
+
+
+def _card_link_outside(repo, tmp_path, good_policy):
+    _policy(tmp_path / "elsewhere", good_policy)
+    (repo / "policies" / "p" / "card.yaml").unlink()
+    (repo / "policies" / "p" / "card.yaml").symlink_to(tmp_path / "elsewhere" / "card.yaml")
+    return "card.yaml"
+
+
+@pytest.mark.parametrize("make", [_robot_outside, _weights_link_outside, _card_link_outside])
+def test_gate_refuses_card_reading_outside_the_repository(tmp_path, good_policy, make):
     repo = _repo(tmp_path, good_policy)
     _policy(repo / "policies" / "p", good_policy)
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "base")
-    outside = tmp_path / "outside.xml"
-    outside.write_text("<mujoco/>")
-    _policy(repo / "policies" / "p", good_policy, robot="../../../outside.xml")
+    needle = make(repo, tmp_path, good_policy)
     env = _env(tmp_path)
     before = _snapshot(tmp_path)
     proc = cli("gate", "--policy", "policies/p/card.yaml", "--base", "main", "--engines", "mujoco", "--episodes", "1",
                "--out", tmp_path / "out", cwd=repo, env=env)
-    assert_one_line_error(proc, "outside.xml", "outside the repository")
+    assert_one_line_error(proc, needle, "outside the repository")
     assert _snapshot(tmp_path) == before
 
 
