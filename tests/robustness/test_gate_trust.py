@@ -484,6 +484,9 @@ def test_cancelled_gate_removes_the_base_tree(tmp_path, good_policy):
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, out + err
+    # 130 from main(); once, on a loaded machine, the interpreter instead exited by SIGINT after main
+    # had printed its line (cause not found): the tree's removal is what this test holds.
+    assert proc.returncode in (130, -signal.SIGINT), out + err
+    assert "crosssim: interrupted" in err, err
     assert "Traceback" not in err, err
     assert not list(tmp.glob("crosssim-base-*"))
