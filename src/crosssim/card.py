@@ -32,6 +32,8 @@ FIELDS = {
 }
 """Every key a version-1 card may hold, per section (``training`` and ``task_options`` are free-form
 here: training is provenance only, task options are checked by the task)."""
+MAX_HISTORY = 1000
+"""Most frames an observation history may stack (deployed policies use up to a few dozen)."""
 UNUSED_BY_MODE = {"motor": ("scale", "kp", "kd", "default_pos", "torque_limit"), "position": ("kp", "kd"), "pd": ()}
 """Action fields a mode would silently ignore: motor maps gear x action; position uses the MJCF's gains."""
 
@@ -255,8 +257,9 @@ def _observation(obs: dict, where: Path) -> tuple[ObservationSpec, Normalization
         history = {"length": history}
     _check_keys(history, "observation.history", where)
     length = history.get("length", 1)
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise CardError(f"{where}: field 'observation.history.length' must be a positive integer")
+    if isinstance(length, bool) or not isinstance(length, int) or not 1 <= length <= MAX_HISTORY:
+        raise CardError(f"{where}: field 'observation.history.length' must be an integer from 1 to {MAX_HISTORY}, "
+                        f"got {length!r:.30}")
     layout = history.get("layout", "frame_major")
     if layout not in ("frame_major", "term_major"):
         raise CardError(f"{where}: field 'observation.history.layout' is {layout!r}; use frame_major or term_major")

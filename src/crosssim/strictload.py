@@ -25,6 +25,10 @@ MAX_JSON_BYTES = 64 << 20
 """Largest statistics file [bytes] (VecNormalize means and variances)."""
 
 
+MAX_INT = 2**53
+"""Largest integer accepted (every number must fit a float exactly; Python's ints have no bound)."""
+
+
 class _Problem(yaml.YAMLError):
     """A strictness error found while composing; carries the line for the message."""
 
@@ -35,16 +39,32 @@ class StrictLoader(yaml.SafeLoader):
     def __init__(self, stream):
         super().__init__(stream)
         self._depth = 0
+        self._open: list = []  # anchors of the collections being composed
 
     def compose_node(self, parent, index):
+        event = self.peek_event()
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent) and event.anchor in self._open:
+            # SafeLoader would build a structure that contains itself: every walk of it never ends.
+            raise _Problem(f"alias *{event.anchor} (line {line}) refers to a node that contains it; "
+                           "a document cannot contain itself")
         self._depth += 1
+        anchor = getattr(event, "anchor", None) if isinstance(event, yaml.CollectionStartEvent) else None
+        self._open.append(anchor)
         try:
             if self._depth > MAX_DEPTH:
-                line = self.peek_event().start_mark.line + 1
                 raise _Problem(f"nested more than {MAX_DEPTH} levels deep (line {line}); is this the right file?")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+            self._open.pop()
+
+    def construct_yaml_int(self, node):
+        value = super().construct_yaml_int(node)
+        if abs(value) > MAX_INT:
+            raise _Problem(f"the integer on line {node.start_mark.line + 1} is larger than {MAX_INT}; "
+                           "no field needs one that large")
+        return value
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -61,6 +81,9 @@ class StrictLoader(yaml.SafeLoader):
                     raise _Problem(f"key {printable_key(key)} appears twice (lines {first} and "
                                    f"{key_node.start_mark.line + 1}); keep one")
         return super().construct_mapping(node, deep=deep)
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:int", StrictLoader.construct_yaml_int)
 
 
 def printable_key(key) -> str:
@@ -108,8 +131,14 @@ def load_json(path: Path, *, what: str = "statistics file"):
     def constant(name):
         raise CrossSimError(f"{path}: holds {name}, not a number; {what}s hold finite numbers")
 
+    def integer(text):
+        if len(text) > 17 or abs(int(text)) > MAX_INT:
+            raise CrossSimError(f"{path}: holds the integer {text[:20]}{'...' if len(text) > 20 else ''}, larger "
+                                f"than {MAX_INT}; is this the right file?")
+        return int(text)
+
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant)
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant, parse_int=integer)
     except UnicodeDecodeError as exc:
         raise CrossSimError(f"{path}: not UTF-8 text (byte {exc.start}); is this the right file?") from None
     except json.JSONDecodeError as exc:
@@ -131,21 +160,27 @@ def _depth(doc, level: int = 1) -> int:
     return level
 
 
-def bad_text(doc, where: str = "") -> tuple[str, str] | None:
+def bad_text(doc, where: str = "", _seen: set | None = None) -> tuple[str, str] | None:
     """(field path, description) of the first string in ``doc`` that is not text, else None.
 
     Lone surrogates cannot be written as UTF-8 (every output would fail after the run) and the
     noncharacters U+FFFE/U+FFFF are not allowed in XML (JUnit); neither belongs in a card.
+    Containers shared through YAML aliases are visited once (an alias bomb stays cheap).
     """
+    seen = set() if _seen is None else _seen
+    if isinstance(doc, (dict, list)):
+        if id(doc) in seen:
+            return None
+        seen.add(id(doc))
     if isinstance(doc, dict):
         for k, v in doc.items():
             sub = f"{where}.{k}" if where else str(k)
-            found = bad_text(k, sub) or bad_text(v, sub)
+            found = bad_text(k, sub, seen) or bad_text(v, sub, seen)
             if found:
                 return found
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
-            found = bad_text(v, f"{where}[{i}]")
+            found = bad_text(v, f"{where}[{i}]", seen)
             if found:
                 return found
     elif isinstance(doc, str):

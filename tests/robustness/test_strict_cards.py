@@ -107,6 +107,28 @@ def test_yaml_nested_20000_deep(tmp_path, good_policy):
             "nested more than 50 levels deep (line 8)")
 
 
+@pytest.mark.parametrize("extra,needle", [
+    ("claimed: {return: " + "9" * 400 + "}", "the integer on line 8 is larger than 9007199254740992"),  # was OverflowError
+    ("training: &t {again: *t}", "alias *t (line 8) refers to a node that contains it"),  # was RecursionError
+    ("observation: {history: 100000}", "'observation.history.length' must be an integer from 1 to 1000"),
+], ids=["400-digit integer", "recursive alias", "history 100000"])
+def test_yaml_that_would_overflow_or_loop(tmp_path, good_policy, extra, needle):
+    refused(_case_dir(tmp_path, good_policy), _text_card(tmp_path, BASE_TEXT + extra + "\n"), "card.yaml", needle)
+
+
+def test_alias_bomb_in_free_form_training_stays_cheap(tmp_path, good_policy):
+    import time
+
+    from crosssim.card import load_card
+
+    _case_dir(tmp_path, good_policy)
+    levels = ["  l0: &l0 [" + ", ".join(["lol"] * 9) + "]"]
+    levels += [f"  l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, 9)]  # 9^9 strings
+    start = time.perf_counter()
+    load_card(_text_card(tmp_path, BASE_TEXT + "training:\n" + "\n".join(levels) + "\n"))
+    assert time.perf_counter() - start < 5  # shared nodes are walked once, not 387 million times
+
+
 # -- values: reversed ranges, NaN / inf / negative, fields the mode ignores ------------------------
 
 VALUES = [
@@ -194,6 +216,7 @@ STATS = [
     ("both spellings", {**GOOD_STATS, "mean": [0.0] * 11}, "holds both 'obs_mean' and 'mean'", ""),
     ("norm_obs false", {**GOOD_STATS, "norm_obs": False}, "says norm_obs: false", "remove observation.normalize"),
     ("nested 20000 deep", "[" * 20000 + "]" * 20000, "nested too deep to be a statistics file", ""),
+    ("5000-digit integer", '{"obs_mean": [' + "9" * 5000 + '], "obs_var": [1]}', "holds the integer 9999", "larger"),
     ("not utf-8", b"\xff\xfe{}", "not UTF-8 text", ""),
 ]
 
