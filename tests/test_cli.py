@@ -88,3 +88,30 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out.startswith(f"crosssim {version('crosssim')} ")
+
+
+def test_options_generate_flags_from_a_config():
+    from dataclasses import dataclass
+
+    from crosssim.options import Parser, add_options, from_args, option
+
+    @dataclass(frozen=True)
+    class Config:
+        name: str = option(help="Required.")
+        count: int = option(3, help="A count.")
+        fast: bool = option(True, off="Go slowly.", help="Go fast.")
+        tags: tuple[str, ...] = option(("a",), help="Tags.")
+
+    parser = Parser(prog="t")
+    add_options(parser, Config)
+    got = from_args(Config, parser.parse_args(["--name", "x", "--count", "5", "--no-fast", "--tags", "b, c"]))
+    assert got == Config("x", 5, False, ("b", "c"))
+    assert from_args(Config, parser.parse_args(["--name", "x"])) == Config("x")
+    assert "--count COUNT A count. (default: 3)" in " ".join(parser.format_help().split())
+
+    @dataclass(frozen=True)
+    class Silent:
+        on: bool = option(True, help="On.")  # no off= help: --no-on would have none
+
+    with pytest.raises(TypeError, match="needs off= help"):
+        add_options(Parser(prog="t"), Silent)

@@ -27,7 +27,8 @@ def option(default: Any = dataclasses.MISSING, *, help: str, default_factory: An
     """A config field with its command-line face.
 
     ``help``: what the field means, with units. ``parse``: str -> value, raising
-    ``argparse.ArgumentTypeError`` with a one-line reason (default: from the field's type).
+    ``argparse.ArgumentTypeError`` with a one-line reason (default from the field's type: a whole
+    number >= 0 for int, a finite number > 0 for float, comma-separated names for a tuple).
     ``flag``: the flag's names where they are not ``--field-name``. ``off``: help of ``--no-<field>``
     for a bool that defaults to True. ``cli=False`` keeps the field out of the command line.
     """
@@ -181,8 +182,8 @@ def add_options(parser: argparse.ArgumentParser, config: type) -> None:
             if default:
                 if not meta.get("off"):
                     raise TypeError(f"{config.__name__}.{f.name}: a bool defaulting to True needs off= help")
-                parser.add_argument(*(meta.get("flag") and flags or ("--no-" + f.name.replace("_", "-"),)),
-                                    dest=f.name, action="store_false", help=meta["off"].replace("%", "%%"))
+                off = flags if meta.get("flag") else ("--no-" + f.name.replace("_", "-"),)
+                parser.add_argument(*off, dest=f.name, action="store_false", help=meta["off"].replace("%", "%%"))
             else:
                 parser.add_argument(*flags, dest=f.name, action="store_true", help=help_text)
             continue
@@ -206,6 +207,7 @@ def from_args(config: type, args: argparse.Namespace, **fixed: Any) -> Any:
     """The ``config`` instance the parsed ``args`` describe; ``fixed`` sets fields the command decides."""
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(config)
               if f.metadata.get("cli", False) and hasattr(args, f.name)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}  # nargs="+" gives a list
     return config(**{**values, **fixed})
 
 
