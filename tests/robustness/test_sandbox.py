@@ -225,6 +225,33 @@ def test_duplicate_member_names_are_refused(case):
     assert_untouched(folder, run, before)
 
 
+HAND_WRITTEN = [  # forward bodies an attacker could write into code/*.py by hand
+    ("operator by name", '_f = getattr(torch, "from_file")\n    return _f("/etc/passwd", True, 4)', "uses torch as a value"),
+    ("tensor method as a value", "_f = x.set_\n    return _f(w)", "calls _f"),
+    ("torch.ops", 'return torch.ops.load_library("/tmp/x.so")', "uses torch.ops.load_library"),
+    ("import", "import os\n    return x", "imports os"),
+    ("dummy method named set_", "return (x).set_(w)", "set_, a Tensor method outside the allow-list"),
+]
+
+
+@pytest.mark.parametrize("body,message", [c[1:] for c in HAND_WRITTEN], ids=[c[0] for c in HAND_WRITTEN])
+def test_hand_written_code_is_refused(tmp_path, body, message):
+    """Code torch's printer never writes but an attacker can: refused by the checker itself."""
+    from crosssim.errors import PolicyLoadError
+    from crosssim.policies.tscheck import check_torchscript
+
+    data = _patch_code(_saved(_Linear()), "return torch.matmul(x, w)", body)
+    if "set_(w)" in body and "(x)" in body:  # the archive defines a method of that name, to pass "defined"
+        data = _patch_code(data, "  def __getstate__(", "  def set_(self: __torch__.X) -> None:\n    return None\n"
+                                                        "  def __getstate__(")
+    (tmp_path / "policy.pt").write_bytes(data)
+    before = snapshot(tmp_path)
+    with pytest.raises(PolicyLoadError) as err:
+        check_torchscript(tmp_path / "policy.pt")
+    assert "\n" not in str(err.value) and message in str(err.value), str(err.value)
+    assert snapshot(tmp_path) == before
+
+
 def test_real_policies_pass_the_check(tmp_path):
     """The allow-list is not too tight: every standard module a control policy uses, scripted or
     traced, and the real Unitree G1 LSTM policy pass."""

@@ -114,14 +114,31 @@ class _CodeCheck(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node):
         outer = self.locals
-        # Names bound in this function: a call through one calls a value whose expression is
-        # checked where it was bound (``_57 = __torch__...._apply_permutation``).
-        self.locals = {a.arg for a in node.args.args + node.args.kwonlyargs}
+        # The printer calls through a local only when it holds one of the archive's functions
+        # (``_57 = __torch__...._apply_permutation``). A local bound to anything else (a Tensor
+        # method taken as a value: ``f = x.set_``) must not be callable, so only locals bound
+        # to ``__torch__`` names, and never rebound otherwise, may be called.
+        bound: dict[str, bool] = {}
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                self.locals.add(sub.id)
+            if isinstance(sub, ast.Assign):
+                ok = (_dotted(sub.value) or "").startswith("__torch__.")
+                for target in sub.targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            bound[name.id] = bound.get(name.id, True) and ok
+            elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id not in bound:
+                bound[sub.id] = False  # loop targets, augmented assignments, ...
+        for arg in node.args.args + node.args.kwonlyargs:
+            bound[arg.arg] = False
+        self.locals = {name for name, ok in bound.items() if ok}
         self.generic_visit(node)
         self.locals = outer
+
+    def visit_Name(self, node):
+        if node.id in ("torch", "ops") and isinstance(node.ctx, ast.Load):
+            # Reached only for a bare use (chains are checked whole in visit_Attribute), such
+            # as getattr(torch, "from_file"), which would name any operator by a string.
+            self._fail(f"uses {node.id} as a value")
 
     def visit_Attribute(self, node):
         name = _dotted(node)
