@@ -22,42 +22,20 @@ from __future__ import annotations
 
 import tempfile
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
-import sapien
 import sapien.physx as px
 
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
 from crosssim.engines.mujoco import audit_rows
+from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, refuse_unsupported, to_pose
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
 from crosssim.scene import CanonicalModel, canonical_model
 from crosssim.variant import CompiledModel
-
-GEOM = mujoco.mjtGeom
-JNT = mujoco.mjtJoint
-CARRIER_MASS = 1e-6
-"""Mass [kg] (and inertia 1e-9 kg m^2) of links that only carry a joint: PhysX needs mass > 0."""
-X_TO_Z = (np.sqrt(0.5), 0.0, -np.sqrt(0.5), 0.0)
-"""Rotation taking PhysX's x-aligned capsules, cylinders and plane normals onto MuJoCo's z axis."""
-BIG = 1e10
-
-
-@dataclass
-class PhysXWorld:
-    """One PhysX scene holding the articulation (and the floor) built from the model."""
-
-    scene: sapien.Scene
-    system: px.PhysxCpuSystem
-    articulation: px.PhysxArticulation
-    joints: list
-    """PhysX joint of each canonical joint."""
-    body_links: list
-    """PhysX link of each canonical body (its frame is the body frame)."""
-
 
 @dataclass
 class PhysXModel:
@@ -90,20 +68,6 @@ class PhysXState:
     time: float = 0.0
 
 
-def _pose(pos, quat=(1.0, 0.0, 0.0, 0.0)) -> sapien.Pose:
-    return sapien.Pose(np.asarray(pos, dtype=np.float32), np.asarray(quat, dtype=np.float32))
-
-
-def _axis_frame(anchor, axis) -> sapien.Pose:
-    """Joint frame at ``anchor`` whose x axis is ``axis`` (PhysX joints act along/about x)."""
-    x = np.asarray(axis, float) / np.linalg.norm(axis)
-    helper = np.array([0.0, 0.0, 1.0]) if abs(x[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
-    y = np.cross(helper, x)
-    y /= np.linalg.norm(y)
-    R = np.stack([x, y, np.cross(x, y)], axis=1)
-    return _pose(anchor, _matrix_to_quat(R))
-
-
 class EnginePhysX(EngineBase):
     """PhysX 5 articulation on the CPU via SAPIEN; joint drives carry only the model's passive
     spring and damping (zero targets), crosssim's torques are joint efforts."""
@@ -116,14 +80,14 @@ class EnginePhysX(EngineBase):
     settings_keys = frozenset({"solver", "position_iterations", "velocity_iterations", "contact_offset"})
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:
-        c = canonical_model(compiled.scene)
         m = compiled.mj  # the variant is in the model PhysX is built from
-        _refuse_unsupported(m, compiled.scene)
+        refuse_unsupported(m, compiled.scene)
+        c = canonical_model(compiled.scene)
         solver = str(profile.settings.get("solver", "tgs")).lower()
         if solver not in ("tgs", "pgs"):
             raise EngineFailure(f"physx profile: solver must be tgs or pgs, not {solver!r}")
         mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-physx-"))  # meshes as .obj, written once per model
-        world, qindex, floor_mu, body_mu = _build(m, profile, mesh_dir)
+        world, qindex, floor_mu, body_mu = build_world(m, profile, mesh_dir)
         canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(JNT.mjJNT_FREE)]
         offset = np.array([m.qpos0[m.jnt_qposadr[j]] for j in canonical_joints])
         return PhysXModel(canonical=c, mj=m, profile=profile, mesh_dir=mesh_dir, world=world, qindex=qindex,
@@ -133,7 +97,7 @@ class EnginePhysX(EngineBase):
     def reset(self, model: PhysXModel, initial: InitialState) -> PhysXState:
         if model.closed:
             raise EngineFailure("physx: this model was closed")
-        state = PhysXState(weakref.ref(model), _build(model.mj, model.profile, model.mesh_dir)[0], np.zeros(model.canonical.joint_count))
+        state = PhysXState(weakref.ref(model), build_world(model.mj, model.profile, model.mesh_dir)[0], np.zeros(model.canonical.joint_count))
         return self._put(model, state, initial)
 
     def reset_into(self, model: PhysXModel, state: PhysXState, initial: InitialState) -> PhysXState:
@@ -152,7 +116,7 @@ class EnginePhysX(EngineBase):
         if c.free_base:
             pos, quat = qpos[:3], qpos[3:7] / np.linalg.norm(qpos[3:7])
             root = state.world.body_links[0]
-            art.set_root_pose(_pose(pos, quat))
+            art.set_root_pose(to_pose(pos, quat))
             ang = quat_rotate(quat, qvel[3:6])
             com = pos + quat_rotate(quat, np.asarray(root.cmass_local_pose.p, float))
             art.set_root_linear_velocity(np.asarray(qvel[:3] + cross3(ang, com - pos), dtype=np.float32))
@@ -270,195 +234,3 @@ def _contact_wrench(model: PhysXModel, world: PhysXWorld) -> np.ndarray:
                 out[k, 3:] += force
                 out[k, :3] += cross3(np.asarray(point.position, float) - com, force)
     return out
-
-
-def _refuse_unsupported(m, scene: Path) -> None:
-    """One clear line for what this adapter cannot build (the canonical model refuses ball joints)."""
-    if m.neq:
-        raise EngineFailure(f"physx: {scene.name} has {m.neq} equality constraint(s); not supported by the physx engine")
-    if m.ntendon:
-        raise EngineFailure(f"physx: {scene.name} has {m.ntendon} tendon(s); not supported by the physx engine")
-    roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
-    if len(roots) > 1:
-        raise EngineFailure(f"physx: {scene.name} has {len(roots)} bodies under the world; the physx engine "
-                            "builds one articulation (one tree)")
-    for j in range(m.njnt):
-        if int(m.jnt_type[j]) == int(JNT.mjJNT_BALL):
-            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j)
-            raise EngineFailure(f"physx: ball joints not supported (joint {name} in {scene.name})")
-
-
-def _build(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, np.ndarray, float, np.ndarray]:
-    """A new PhysX world holding the model's articulation: (world, PhysX qpos index of each
-    canonical joint, floor friction, body material friction)."""
-    s = profile.settings
-    # Scene settings are global in SAPIEN and read when a system is created.
-    px.set_scene_config(gravity=np.asarray(m.opt.gravity, dtype=np.float32),
-                        enable_tgs=str(s.get("solver", "tgs")).lower() == "tgs", enable_enhanced_determinism=True)
-    px.set_shape_config(contact_offset=float(s.get("contact_offset", 0.01)), rest_offset=0.0)
-    system = px.PhysxCpuSystem()
-    scene = sapien.Scene([system])
-    system.timestep = float(m.opt.timestep)
-    world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
-    floor_mu = float(max((m.geom_friction[g, 0] for g in world_geoms), default=1.0))
-    floor_mat = px.PhysxMaterial(floor_mu, floor_mu, 0.0)
-    if world_geoms:
-        ground = px.PhysxRigidStaticComponent()
-        for g in world_geoms:
-            for shape in _shapes(m, g, floor_mat, mesh_dir):
-                ground.attach(shape)
-        entity = sapien.Entity()
-        entity.add_component(ground)
-        scene.add_entity(entity)
-
-    free = any(int(m.jnt_type[j]) == int(JNT.mjJNT_FREE) for j in range(m.njnt))
-    links_of_body: dict[int, px.PhysxArticulationLinkComponent] = {}
-    joint_of: dict[int, px.PhysxArticulationJoint] = {}
-    entities, body_mu = [], np.full(m.nbody - 1, np.nan)
-
-    def new_link(parent, name):
-        link = px.PhysxArticulationLinkComponent(parent)
-        link.name = name
-        entity = sapien.Entity()
-        entity.name = name
-        entity.add_component(link)
-        entities.append(entity)
-        return link
-
-    def carrier(link):
-        link.mass, link.inertia = CARRIER_MASS, np.full(3, 1e-9, dtype=np.float32)
-        link.cmass_local_pose = _pose(np.zeros(3))
-
-    root = None
-    if not free:  # a fixed root at the world origin carries the first body's joints (or weld)
-        root = new_link(None, "world")
-        carrier(root)
-        root.joint.type = "fixed"
-    for b in range(1, m.nbody):
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
-        parent = links_of_body.get(int(m.body_parentid[b]), root)
-        jnts = [j for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
-                if not (free and b == 1 and int(m.jnt_type[j]) == int(JNT.mjJNT_FREE))]
-        body_pose = _pose(m.body_pos[b], m.body_quat[b])
-        if free and b == 1:
-            link = new_link(None, name)
-            link.joint.type = "undefined"  # floating root
-        elif not jnts:
-            link = new_link(parent, name)
-            link.joint.type = "fixed"
-            link.joint.pose_in_parent, link.joint.pose_in_child = body_pose, _pose(np.zeros(3))
-        else:
-            prev, link = parent, None
-            for k, j in enumerate(jnts):
-                last = k == len(jnts) - 1
-                link = new_link(prev, name if last else f"{name}/{k}")
-                if not last:
-                    carrier(link)
-                frame = _axis_frame(m.jnt_pos[j], m.jnt_axis[j])
-                link.joint.type = {int(JNT.mjJNT_HINGE): "revolute_unwrapped", int(JNT.mjJNT_SLIDE): "prismatic"}[
-                    int(m.jnt_type[j])]
-                # Links of one body share the body frame; joint k sits on its anchor in that frame.
-                link.joint.pose_in_parent = body_pose * frame if k == 0 else frame
-                link.joint.pose_in_child = frame
-                link.joint.name = f"j{j}"
-                # Limits decide the joint's PhysX motion type, which is fixed once in the scene.
-                lo, hi = (m.jnt_range[j] - m.qpos0[m.jnt_qposadr[j]]) if m.jnt_limited[j] else (-np.inf, np.inf)
-                link.joint.set_limits(np.array([[lo, hi]], dtype=np.float32))
-                joint_of[j] = link.joint
-                prev = link
-        link.mass = float(m.body_mass[b])
-        link.cmass_local_pose = _pose(m.body_ipos[b], m.body_iquat[b])
-        link.inertia = np.asarray(m.body_inertia[b], dtype=np.float32)
-        geoms = [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]) if _collides(m, g)]
-        if geoms:
-            # PhysX averages the two materials' coefficients; MuJoCo takes the max. With the floor
-            # at mu_f, a body material of 2 max(mu_b, mu_f) - mu_f makes the average that max.
-            mu = float(max(m.geom_friction[g, 0] for g in geoms))
-            body_mu[b - 1] = 2 * max(mu, floor_mu) - floor_mu
-            mat = px.PhysxMaterial(body_mu[b - 1], body_mu[b - 1], 0.0)
-            for g in geoms:
-                for shape in _shapes(m, g, mat, mesh_dir):
-                    link.attach(shape)
-        links_of_body[b] = link
-
-    for entity in entities:
-        link = entity.find_component_by_type(px.PhysxArticulationLinkComponent)
-        link.linear_damping = link.angular_damping = 0.0
-        link.max_linear_velocity = link.max_angular_velocity = BIG
-        link.disable_gravity = False
-    entities[0].pose = _pose(m.body_pos[1], m.body_quat[1]) if free else _pose(np.zeros(3))
-    for entity in entities:
-        scene.add_entity(entity)
-    art = entities[0].find_component_by_type(px.PhysxArticulationLinkComponent).articulation
-    art.set_solver_position_iterations(int(s.get("position_iterations", 4)))
-    art.set_solver_velocity_iterations(int(s.get("velocity_iterations", 1)))
-    art.set_sleep_threshold(0.0)
-
-    canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(JNT.mjJNT_FREE)]
-    active = [jt.name for jt in art.get_active_joints()]
-    qindex = np.array([active.index(f"j{j}") for j in canonical_joints], dtype=int)
-    offset = np.array([m.qpos0[m.jnt_qposadr[j]] for j in canonical_joints])
-    joints = [joint_of[j] for j in canonical_joints]
-    for k, j in enumerate(canonical_joints):
-        jt, dof = joints[k], int(m.jnt_dofadr[j])
-        jt.set_armature(np.array([m.dof_armature[dof]], dtype=np.float32))
-        jt.set_friction(0.0)
-        jt.set_max_velocity(BIG)
-        # Passive spring and damping as a drive: implicit in PhysX, as damping is in MuJoCo's Euler.
-        jt.set_drive_properties(float(m.jnt_stiffness[j]), float(m.dof_damping[dof]), mode="force")
-        jt.set_drive_target(float(m.qpos_spring[m.jnt_qposadr[j]] - offset[k]))
-        jt.set_drive_velocity_target(0.0)
-    world = PhysXWorld(scene=scene, system=system, articulation=art, joints=joints,
-                       body_links=[links_of_body[b] for b in range(1, m.nbody)])
-    return world, qindex, floor_mu, body_mu
-
-
-def _collides(m, g: int) -> bool:
-    return bool(m.geom_contype[g] or m.geom_conaffinity[g])
-
-
-def _shapes(m, g: int, material, mesh_dir: Path) -> list:
-    """PhysX collision shapes of MuJoCo geom ``g``, posed in its body frame."""
-    t, size = int(m.geom_type[g]), m.geom_size[g]
-    along_z = False
-    if t == GEOM.mjGEOM_PLANE:
-        shape, along_z = px.PhysxCollisionShapePlane(material), True
-    elif t == GEOM.mjGEOM_SPHERE:
-        shape = px.PhysxCollisionShapeSphere(float(size[0]), material)
-    elif t == GEOM.mjGEOM_CAPSULE:
-        shape, along_z = px.PhysxCollisionShapeCapsule(float(size[0]), float(size[1]), material), True
-    elif t == GEOM.mjGEOM_CYLINDER:
-        shape, along_z = px.PhysxCollisionShapeCylinder(float(size[0]), float(size[1]), material), True
-    elif t == GEOM.mjGEOM_BOX:
-        shape = px.PhysxCollisionShapeBox(np.asarray(size, dtype=np.float32), material)
-    elif t == GEOM.mjGEOM_ELLIPSOID:  # PhysX has no ellipsoid: the enclosing sphere, as PyBullet does
-        shape = px.PhysxCollisionShapeSphere(float(max(size)), material)
-    elif t == GEOM.mjGEOM_MESH:
-        path = _write_obj(m, int(m.geom_dataid[g]), mesh_dir)
-        shape = px.PhysxCollisionShapeConvexMesh(str(path), np.ones(3, dtype=np.float32), material)
-    else:
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or str(g)
-        raise EngineFailure(f"physx: geom type {t} of geom {name} is not supported by the physx engine")
-    quat = m.geom_quat[g]
-    pose = _pose(m.geom_pos[g], quat)
-    shape.local_pose = pose * _pose(np.zeros(3), X_TO_Z) if along_z else pose
-    shape.set_collision_groups([int(m.geom_contype[g]), int(m.geom_conaffinity[g]), 0, 0])
-    shape.rest_offset = 0.0
-    return [shape]
-
-
-def _write_obj(m, mesh: int, folder: Path) -> Path:
-    path = folder / f"mesh{mesh}.obj"
-    if not path.exists():
-        v0, nv = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
-        f0, nf = m.mesh_faceadr[mesh], m.mesh_facenum[mesh]
-        lines = [f"v {x:.9g} {y:.9g} {z:.9g}" for x, y, z in m.mesh_vert[v0:v0 + nv]]
-        lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in m.mesh_face[f0:f0 + nf]]
-        path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def _matrix_to_quat(R: np.ndarray) -> np.ndarray:
-    q = np.zeros(4)
-    mujoco.mju_mat2Quat(q, np.ascontiguousarray(R, dtype=float).ravel())
-    return q
