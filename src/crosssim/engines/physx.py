@@ -77,7 +77,7 @@ class EnginePhysX(EngineBase):
     # back in was measured to change the next step by 1e-8..1e-4 on Hopper: the solver's caches
     # are not in the pack). A world costs ~8 ms to build; stepping states in turn costs nothing.
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=False)
-    settings_keys = frozenset({"solver", "position_iterations", "velocity_iterations", "contact_offset"})
+    settings_keys = frozenset({"solver", "position_iterations", "velocity_iterations", "contact_offset", "rest_offset"})
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:
         m = compiled.mj  # the variant is in the model PhysX is built from

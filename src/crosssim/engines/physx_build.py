@@ -75,7 +75,7 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
     # Scene settings are global in SAPIEN and read when a system is created.
     px.set_scene_config(gravity=np.asarray(m.opt.gravity, dtype=np.float32),
                         enable_tgs=str(s.get("solver", "tgs")).lower() == "tgs", enable_enhanced_determinism=True)
-    px.set_shape_config(contact_offset=float(s.get("contact_offset", 0.01)), rest_offset=0.0)
+    px.set_shape_config(contact_offset=float(s.get("contact_offset", 0.01)), rest_offset=float(s.get("rest_offset", 0.0)))
     system = px.PhysxCpuSystem()
     scene = sapien.Scene([system])
     system.timestep = float(m.opt.timestep)
@@ -223,7 +223,6 @@ def _shapes(m, g: int, material, mesh_dir: Path) -> list:
     pose = to_pose(m.geom_pos[g], quat)
     shape.local_pose = pose * to_pose(np.zeros(3), X_TO_Z) if along_z else pose
     shape.set_collision_groups([int(m.geom_contype[g]), int(m.geom_conaffinity[g]), 0, 0])
-    shape.rest_offset = 0.0
     return [shape]
 
 
