@@ -327,15 +327,19 @@ def test_changed_policies_lists_every_name(tmp_path, good_policy):
 
 def test_changed_policies_fails_when_base_is_missing(tmp_path, good_policy):
     repo = _pr_with_odd_names(tmp_path, good_policy)
+    before = _snapshot(repo)
     assert_one_line_error(cli("changed-policies", "--base", "origin/main", cwd=repo, env=_env(tmp_path)),
                           "origin/main", "fetch it first")
+    assert _snapshot(repo) == before
 
 
 def test_changed_policies_fails_on_unparseable_card(tmp_path, good_policy):
     repo = _pr_with_odd_names(tmp_path, good_policy)
     (repo / "policies" / "space name" / "card.yaml").write_text("name: [unclosed\n")
+    before = _snapshot(repo)
     assert_one_line_error(cli("changed-policies", "--base", "main", cwd=repo, env=_env(tmp_path)),
                           "space name/card.yaml", "not valid YAML")
+    assert _snapshot(repo) == before
 
 
 def test_shared_file_change_gates_the_cards_reading_it(tmp_path, good_policy):
