@@ -266,4 +266,4 @@ def test_short_crossval_with_newton_columns(tmp_path):
     assert all(per[e].failed == 0 and per[e].error is None for e in engines), per
     assert per["newton-mujoco-warp"].mean_return == pytest.approx(per["mujoco"].mean_return, rel=0.02)
     assert np.isfinite(per["newton-featherstone"].mean_return)
-    assert per["newton-featherstone"]["audit_mismatches"] == 1  # the integrator: Euler, not RK4
+    assert per["newton-featherstone"].audit_mismatches == 1  # the integrator: Euler, not RK4
