@@ -22,7 +22,7 @@ ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
 FIELDS = {
     "": ("card_version", "name", "task", "robot", "policy", "observation", "action", "control_period",
-         "trained_in", "validated_in", "claimed", "joints", "task_options", "training"),
+         "trained_in", "validated_in", "claimed", "joints", "task_options", "training", "metric"),
     "policy": ("file", "format", "algo", "activation", "output", "module_id"),
     "observation": ("normalize", "terms", "history", "quaternion_order"),
     "observation.normalize": NORMALIZE_FIELDS,
@@ -89,6 +89,8 @@ class Card:
     """Policy joint order (action and joint terms) by joint name; empty: the model's actuator order."""
     observation: ObservationSpec = field(default_factory=ObservationSpec)
     task_options: dict = field(default_factory=dict)
+    metric: str | None = None
+    """The task metric drops and the verdict use (one the task declares); None: the task's primary."""
     raw: dict = field(default_factory=dict, repr=False)
 
     def reference_engine(self, engines) -> str:
@@ -331,6 +333,10 @@ def load_card(path: str | Path) -> Card:
         raise CardError(f"{where}: field 'joints' must be a list of distinct joint names")
     task_options = _get(raw, "task_options", dict, where, default={})
     _get(raw, "training", dict, where)
+    metric = _get(raw, "metric", str, where)
+    declared = registered_tasks()[task].metrics
+    if metric is not None and metric not in declared:
+        raise CardError(f"{where}: field 'metric' is {metric!r}; task {task} declares: {', '.join(declared)}")
     return Card(
         path=where, name=name, task=task, policy_file=policy_file, policy_format=fmt, robot=robot,
         algo=_get(pol, "algo", str, where, prefix="policy."),
@@ -341,5 +347,5 @@ def load_card(path: str | Path) -> Card:
         control_period=None if period is None else float(period),
         trained_in=trained, validated_in=tuple(validated),
         claimed=claimed, joints=tuple(joints), observation=observation,
-        task_options=dict(task_options), raw=raw,
+        task_options=dict(task_options), metric=metric, raw=raw,
     )

@@ -97,6 +97,11 @@ def print_risk(risk, file=sys.stdout) -> None:
     """A crosssim.results.RiskProfile, one line per component."""
     check = risk.harness_check
     print(f"\nharness check: {check.status} - {check.message}", file=file)
+    if risk.aggregate is None:  # a harness mismatch: no risk numbers, only the finding
+        print(f"verdict: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
+              file=file)
+        return
+    print(f"drops are shares of the task metric '{risk.metric}' lost", file=file)
     print(f"{'transfer-risk component':<34}{'predicted drop':>16}{'95% CI':>18}", file=file)
     for name, comp in risk.components.items():
         lo, hi = comp.ci95
@@ -127,6 +132,8 @@ def cmd_crossval(args) -> int:
           file=sys.stderr)
     run = crossval(config, progress=None if args.quiet else _progress())
     print_table(run.summary)
+    for warning in run.summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if run.summary.risk:
         print_risk(run.summary.risk)
     if run.summary.real:

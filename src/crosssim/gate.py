@@ -120,10 +120,10 @@ def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None 
     else:
         checks.append(Check("reference performance", PASS, f"{ref} mean return {ref_return:.1f}", ref))
     if risk is not None:
-        if risk.verdict == "harness mismatch":
+        agg = risk.aggregate.drop if risk.aggregate else None
+        if risk.verdict == "harness mismatch":  # no risk numbers exist then: the mismatch is the finding
             checks.append(Check("harness check", FAIL, risk.message))
-        agg = risk.aggregate.drop
-        if not _finite(agg):
+        elif not _finite(agg):
             checks.append(Check("transfer risk", WARN, "aggregate risk could not be computed"))
         elif agg > config.max_risk:
             checks.append(Check("transfer risk", FAIL, f"aggregate risk {agg:.2f} > {config.max_risk:.2f}: {risk.message}"))
@@ -147,8 +147,8 @@ def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None 
             status = FAIL if regression > config.max_regression else PASS
             checks.append(Check("regression vs baseline", status,
                                 f"reference return {ref_return:.1f} vs baseline {base_return:.1f} ({-100 * regression:+.1f}%)", ref))
-        base_risk = baseline.risk.aggregate.drop if baseline.risk else None
-        if risk is not None and _finite(base_risk) and _finite(risk.aggregate.drop):
+        base_risk = baseline.risk.aggregate.drop if baseline.risk and baseline.risk.aggregate else None
+        if risk is not None and risk.aggregate and _finite(base_risk) and _finite(risk.aggregate.drop):
             rise = risk.aggregate.drop - base_risk
             checks.append(Check("risk vs baseline", WARN if rise > config.max_risk_increase else PASS,
                                 f"aggregate risk {risk.aggregate.drop:.2f} vs baseline {base_risk:.2f} ({rise:+.2f})"))

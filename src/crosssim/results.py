@@ -18,7 +18,7 @@ from pathlib import Path
 
 from crosssim.errors import CrossSimError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Version of summary.json's layout; raise it whenever a field changes meaning, goes, or is added."""
 SUMMARY_FILE = "summary.json"
 ROWS_FILE = "results.parquet"
@@ -149,14 +149,18 @@ class RiskProfile:
 
     harness_check: HarnessCheck
     components: dict[str, RiskComponent]
-    aggregate: RiskAggregate
+    """Empty on a harness mismatch: a risk through a broken harness measures the harness."""
+    aggregate: RiskAggregate | None
+    """None on a harness mismatch."""
     verdict: str
     """"low", "medium", "high", "unknown" or "harness mismatch"."""
-    driver: str
-    """The gap family with the largest predicted drop."""
+    driver: str | None
+    """The gap family with the largest predicted drop; None on a harness mismatch."""
     message: str
     reference_engine: str
     thresholds: dict[str, float]
+    metric: str = "return"
+    """The task metric the drops are shares of (the card's ``metric``, else the task's primary)."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +184,8 @@ class RunSummary:
     workers: dict[str, dict] = field(default_factory=dict)
     """Resources each engine worker reported (max_rss_mb)."""
     risk: RiskProfile | None = None
+    warnings: list[str] = field(default_factory=list)
+    """What makes the numbers mean less than they seem (e.g. every episode identical: zero-wide CIs)."""
     real: dict | None = None
     """The REAL section (crosssim.real.compare.real_section) when real logs were given."""
 

@@ -19,9 +19,13 @@ from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskPro
 
 # Verdict thresholds on the aggregate predicted drop (fraction of the reference return lost).
 LOW, HIGH = 0.15, 0.35
-# The harness check fails when the reference engine reaches less than this share of the
-# performance the card claims: a risk computed through a wrong card measures the card.
-HARNESS_MIN_RATIO = 0.5
+# A claim is met when the upper bound of the bootstrap 95% CI of the measured value reaches
+# this fraction of it (claim - (1 - f) |claim|, so negative and zero claims work too). 0.5 let a
+# policy at 65% of its claimed speed through; docs/risk.md says why 0.8.
+CLAIM_FRACTION = 0.8
+# A policy that does not succeed (the task's success criterion) in at least this share of its
+# reference-engine episodes fails its task: no risk verdict, whatever the card claims.
+TASK_SUCCESS_MIN = 0.5
 FAMILY_TEXT = {
     "actuation": "actuation (motor strength, motor lag, torque limits)",
     "timing": "timing and sensing (action latency, observation noise)",
@@ -42,14 +46,17 @@ CONDITIONS = tuple(name for name, _ in risk_conditions())
 """The condition names, in the order the crossval runs and stores them."""
 
 
-def _matrix(df, engines, conditions, episodes) -> np.ndarray:
-    """returns[engine, condition, episode]; NaN where the episode failed (engine error)."""
+def _matrix(df, engines, conditions, episodes, values=None) -> np.ndarray:
+    """values[engine, condition, episode] (``values``: one per row of ``df``, default its return);
+    NaN where the episode failed (engine error)."""
     out = np.full((len(engines), len(conditions), len(episodes)), np.nan)
+    if values is not None:
+        df = df.assign(_value=values)
     ok = df[df.failure.isna()]
     ei = {e: k for k, e in enumerate(engines)}
     ci = {c: k for k, c in enumerate(conditions)}
     pi = {p: k for k, p in enumerate(episodes)}
-    for e, c, p, r in zip(ok.engine, ok.condition, ok.episode, ok["return"]):
+    for e, c, p, r in zip(ok.engine, ok.condition, ok.episode, ok["return" if values is None else "_value"]):
         if c in ci:
             out[ei[e], ci[c], pi[p]] = r
     return out
@@ -106,14 +113,32 @@ def verdict_for(drop: float) -> str:
     return "low" if drop < LOW else "medium" if drop < HIGH else "high"
 
 
-def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000, hints=None) -> RiskProfile:
-    """Profile from crossval rows (columns engine, condition, episode, return, failure)."""
+def task_of(card):
+    """The card's task instance (for its success criterion and metrics)."""
+    from crosssim.tasks import make_task
+
+    return make_task(card.task, **card.task_options)
+
+
+def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000, hints=None,
+                 task=None) -> RiskProfile:
+    """Profile from crossval rows (columns engine, condition, episode, return, failure, ...), on the
+    card's metric (else the task's primary one). On a harness mismatch it holds no risk numbers."""
+    task = task or task_of(card)
+    metric = card.metric or task.primary_metric
+    thresholds = {"low_below": LOW, "high_from": HIGH, "claim_fraction": CLAIM_FRACTION,
+                  "task_success_min": TASK_SUCCESS_MIN}
+    check = harness_check(df[(df.engine == reference) & (df.condition == "nominal")], card, reference, hints,
+                          task=task, seed=seed)
+    if check.status == "mismatch":  # a risk through a broken harness measures the harness: print none
+        return RiskProfile(harness_check=check, components={}, aggregate=None, verdict="harness mismatch",
+                           driver=None, message=check.message, reference_engine=reference,
+                           thresholds=thresholds, metric=metric)
     engines = list(dict.fromkeys(df.engine))
     conditions = list(CONDITIONS)
     episodes = sorted(set(df.episode))
-    R = _matrix(df, engines, conditions, episodes)
+    R = _matrix(df, engines, conditions, episodes, task.metric_values(df, metric))
     ref = engines.index(reference)
-    check = harness_check(df[(df.engine == reference) & (df.condition == "nominal")], card, reference, hints)
     point = _components(R, ref, conditions)
     # Paired bootstrap over episodes: the same resampled episodes in every engine and condition.
     rng = np.random.default_rng(seed)
@@ -130,50 +155,71 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
     weights = engine_weights(nominal, ref)
     aggregate = RiskAggregate(drop=point["aggregate"], ci95=ci["aggregate"], combined_gaps_drop=point["combined"],
                               engine_weights={e: float(w) for e, w in zip(engines, weights)})
-    if check.status == "mismatch":
-        verdict, message = "harness mismatch", check.message
-    else:
-        verdict = verdict_for(point["aggregate"])
-        worst = components[driver].drop
-        cause = (f"most fragile to {FAMILY_TEXT[driver]}" if np.isfinite(worst) and worst >= LOW
-                 else "no single gap stands out")
-        message = (f"{verdict} risk: predicted drop {100 * point['aggregate']:.0f}% "
-                   f"[{100 * ci['aggregate'][0]:.0f}, {100 * ci['aggregate'][1]:.0f}]; {cause}")
-        if point["engine_disagreement"] >= HIGH:  # a flag, not part of the score (docs/risk.md says why)
-            message += (f"; engines disagree: the others lose {100 * point['engine_disagreement']:.0f}% with no gap, "
-                        "so their sensitivities count less")
+    verdict = verdict_for(point["aggregate"])
+    worst = components[driver].drop
+    cause = (f"most fragile to {FAMILY_TEXT[driver]}" if np.isfinite(worst) and worst >= LOW
+             else "no single gap stands out")
+    message = (f"{verdict} risk: predicted drop of {metric} {100 * point['aggregate']:.0f}% "
+               f"[{100 * ci['aggregate'][0]:.0f}, {100 * ci['aggregate'][1]:.0f}]; {cause}")
+    if point["engine_disagreement"] >= HIGH:  # a flag, not part of the score (docs/risk.md says why)
+        message += (f"; engines disagree: the others lose {100 * point['engine_disagreement']:.0f}% with no gap, "
+                    "so their sensitivities count less")
     return RiskProfile(harness_check=check, components=components, aggregate=aggregate, verdict=verdict,
-                       driver=driver, message=message, reference_engine=reference,
-                       thresholds={"low_below": LOW, "high_from": HIGH, "harness_min_ratio": HARNESS_MIN_RATIO})
+                       driver=driver, message=message, reference_engine=reference, thresholds=thresholds,
+                       metric=metric)
 
 
-def harness_check(ref_rows, card, reference: str, hints=None) -> HarnessCheck:
-    """Does the policy reach its card's claims in the reference engine? (rows: nominal, reference)
+def claim_met(values, claim: float, *, seed: int = 0) -> tuple[bool, tuple[float, float]]:
+    """Whether per-episode ``values`` meet a higher-is-better ``claim``: the upper bound of their
+    bootstrap 95% CI of the mean reaches claim - (1 - CLAIM_FRACTION) |claim|. Returns (met, CI)."""
+    from crosssim.stats import bootstrap_ci
 
-    Claims: ``return``, ``x_velocity`` [m/s] (each must reach HARNESS_MIN_RATIO of the claim) and
-    ``survival`` (share of episodes that run to the end; must reach HARNESS_MIN_RATIO of it).
+    lo, hi = bootstrap_ci(values, seed=seed)
+    return bool(hi >= claim - (1.0 - CLAIM_FRACTION) * abs(claim)), (lo, hi)
+
+
+def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed: int = 0) -> HarnessCheck:
+    """Does the policy do its task, and reach its card's claims, in the reference engine?
+    (rows: nominal, reference engine)
+
+    First the task's own success criterion: fewer than TASK_SUCCESS_MIN of the episodes succeeding
+    is a mismatch, with or without claims. Then each claim (``return``, ``x_velocity`` [m/s],
+    ``survival``: share of full episodes) must be met in the sense of ``claim_met``.
     """
+    task = task or task_of(card)
     ok = ref_rows[ref_rows.failure.isna()]
     hints = list(hints or [])
+    hint_text = (" Hints: " + " | ".join(hints)) if hints else ""
     if ok.empty:
         return HarnessCheck(status="mismatch", hints=hints, message=f"harness mismatch: every episode failed in the "
                             f"reference engine {reference}; check the card ({card.path})")
-    measured = {"return": float(ok["return"].mean()), "x_velocity": float(ok["x_velocity"].mean()),
-                "survival": float(1.0 - ok["terminated"].mean())}
+    success = task.succeeded(ok)
+    per_episode = {"return": ok["return"].to_numpy(float), "x_velocity": ok["x_velocity"].to_numpy(float),
+                   "survival": (~ok["terminated"].to_numpy(bool)).astype(float)}
+    measured = {k: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan") for k, v in per_episode.items()}
+    if success.mean() < TASK_SUCCESS_MIN:
+        return HarnessCheck(status="mismatch", measured=measured, hints=hints, reference_return=measured["return"],
+                            message=(f"harness mismatch: the policy fails its task {task.name} in its reference "
+                                     f"engine {reference}: {int(success.sum())} of {len(success)} episodes succeed "
+                                     f"({task.success_criterion}); no risk is computed for a policy that does "
+                                     f"not work.{hint_text}"))
     claims = dict(card.claimed)
     if not claims:
         return HarnessCheck(status="skipped", reference_return=measured["return"], measured=measured,
-                            message="the card claims no performance (claimed: return, x_velocity or survival): "
-                                    "harness check skipped")
+                            message=(f"the policy does its task ({int(success.sum())} of {len(success)} episodes "
+                                     "succeed); the card claims no performance (claimed: return, x_velocity or "
+                                     "survival): claims not checked"))
     short = []
     for key, claim in claims.items():
-        ratio = measured[key] / claim if claim else float("nan")
-        if not ratio >= HARNESS_MIN_RATIO:
-            short.append(f"{key} {measured[key]:.3g} is {100 * ratio:.0f}% of the claimed {claim:.3g}")
+        met, (lo, hi) = claim_met(per_episode[key], claim, seed=seed)
+        if not met:
+            short.append(f"{key} {measured[key]:.3g} (95% CI up to {hi:.3g}) is short of "
+                         f"{100 * CLAIM_FRACTION:.0f}% of the claimed {claim:.3g}")
     if short:
         return HarnessCheck(status="mismatch", measured=measured, claimed=claims, hints=hints,
+                            reference_return=measured["return"],
                             message=(f"harness mismatch: in its reference engine {reference} the policy reaches "
-                                     + "; ".join(short) + ". Hints: " + " | ".join(hints)))
-    return HarnessCheck(status="ok", measured=measured, claimed=claims,
+                                     + "; ".join(short) + "." + hint_text))
+    return HarnessCheck(status="ok", measured=measured, claimed=claims, reference_return=measured["return"],
                         message="reference engine reaches the card's claims (" + ", ".join(
                             f"{k} {measured[k]:.3g} vs {v:.3g}" for k, v in claims.items()) + ")")

@@ -57,7 +57,7 @@ def summarize(plan, df, got) -> RunSummary:
             hints = card_hints(plan.harness)
         except Exception as exc:  # hints are advice; never let them cost the run
             hints = [f"(no hints: {type(exc).__name__}: {exc})"]
-        risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints)
+        risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task)
     return RunSummary(
         crosssim_version=__version__,
         policy=card.name,
@@ -73,4 +73,18 @@ def summarize(plan, df, got) -> RunSummary:
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         workers=got.resources,
         risk=risk,
+        warnings=identical_episodes(nominal[nominal.engine == reference], reference),
     )
+
+
+def identical_episodes(rows, engine: str) -> list[str]:
+    """A warning when an engine's episodes all came out the same (the task's reset does not vary
+    them): every bootstrap CI is then zero wide and all but one episode were wasted."""
+    ok = rows[rows.failure.isna()]
+    returns = ok["return"].to_numpy(float)
+    if len(returns) < 2 or not np.isfinite(returns).all():
+        return []
+    if np.ptp(returns) > 1e-9 * max(1.0, float(np.abs(returns).max())):
+        return []
+    return [f"all {len(returns)} nominal episodes in {engine} are identical (return {returns[0]:.6g}): the task's "
+            "reset does not vary them, so every 95% CI is zero wide; vary the resets (task_options.reset)"]

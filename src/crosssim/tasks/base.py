@@ -34,6 +34,38 @@ class Task:
     """Control steps per episode (gymnasium's TimeLimit)."""
     needs_contacts: bool = False
     """Whether observation or reward read ``SimFrame.body_ext_wrench``."""
+    success_survival: float = 1.0
+    """Share of ``max_steps`` an episode must run before a termination for it to count as doing the
+    task (1: to the step limit; ``succeeded``, read by the harness check; docs/risk.md)."""
+    metrics: tuple[str, ...] = ("return", "survival")
+    """Per-episode metrics a card may choose (card field ``metric``); every one is higher-is-better."""
+    primary_metric: str = "return"
+    """The metric drops and the verdict use when the card chooses none."""
+
+    @property
+    def success_criterion(self) -> str:
+        """The success criterion in words."""
+        if self.success_survival >= 1.0:
+            return "an episode succeeds when it runs to the step limit with no early termination"
+        return (f"an episode succeeds when it runs at least {100 * self.success_survival:.0f}% of the "
+                f"{self.max_steps}-step limit before any termination")
+
+    def succeeded(self, rows) -> np.ndarray:
+        """Per row of results (results.parquet columns): did the episode do the task?"""
+        full = ~rows["terminated"].to_numpy(bool)
+        if self.success_survival >= 1.0:
+            return full
+        return full | (rows["length"].to_numpy(float) >= self.success_survival * self.max_steps)
+
+    def metric_values(self, rows, name: str) -> np.ndarray:
+        """Per row of results: the value of declared metric ``name`` (NaN for a row with a failure)."""
+        if name == "return":
+            values = rows["return"].to_numpy(float)
+        elif name == "survival":  # share of full episodes, as the card's claim
+            values = (~rows["terminated"].to_numpy(bool)).astype(float)
+        else:
+            raise CrossSimError(f"task {self.name} declares no metric {name!r}; metrics: {', '.join(self.metrics)}")
+        return np.where(rows["failure"].isna().to_numpy(), values, np.nan)
 
     def configure(self, control_period: float, timestep: float) -> None:
         """Adopt a card's control period [s] over the scene's physics step [s]. A task with a fixed

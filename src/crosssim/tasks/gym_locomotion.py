@@ -26,6 +26,7 @@ class PlanarLocomotion(Task):
     healthy_state: tuple[float, float] | None = None
     reset_noise = ResetNoise(5e-3)
     clip_qvel: float | None = None
+    success_survival = 0.1  # not 1.0: docs/risk.md (the project's own 150k-step hoppers fall at 200-400 steps)
 
     def observation_size(self, c: CanonicalModel) -> int:
         return c.nq - 1 + c.nv
@@ -104,6 +105,7 @@ class Ant(Task):
     ctrl_cost_weight = 0.5
     contact_cost_weight = 5e-4
     healthy_z = (0.2, 1.0)
+    success_survival = 0.1  # as PlanarLocomotion
 
     def observation_size(self, c):
         return c.nq - 2 + c.nv + 6 * len(c.body_names)

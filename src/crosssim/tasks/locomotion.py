@@ -33,6 +33,19 @@ class Locomotion(Task):
         self.reset_noise, self.sigma = float(reset_noise), float(tracking_sigma)
 
     period_from_card = True
+    metrics = ("tracking", "return", "survival")
+    primary_metric = "tracking"
+    """A fall is a failure whatever the return; see ``metric_values``."""
+
+    def metric_values(self, rows, name: str) -> np.ndarray:
+        """``tracking``: 0 for an episode that fell, else the share of the commanded planar velocity
+        delivered, 1 - mean |v_xy - command_xy| / max(|command_xy|, 0.1 m/s), in [0, 1]."""
+        if name != "tracking":
+            return super().metric_values(rows, name)
+        speed = max(float(np.linalg.norm(self.command[:2])), 0.1)
+        err = rows["metric_lin_vel_error"].to_numpy(float) if "metric_lin_vel_error" in rows else np.nan
+        values = np.where(rows["terminated"].to_numpy(bool), 0.0, np.clip(1.0 - err / speed, 0.0, 1.0))
+        return np.where(rows["failure"].isna().to_numpy(), values, np.nan)
 
     def configure(self, control_period: float, timestep: float) -> None:
         """Set frame skip and episode length from the card's control period."""

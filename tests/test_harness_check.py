@@ -1,0 +1,146 @@
+"""The harness check: a policy that fails its task, or misses its card's claims, gets no risk numbers."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+from crosssim.card import load_card
+from crosssim.risk import CONDITIONS, CLAIM_FRACTION, claim_met, harness_check, risk_profile
+from crosssim.tasks import make_task
+
+CARD = ROOT / "policies" / "hopper-ppo-150k-dr-s0" / "card.yaml"
+
+
+def _rows(returns, *, length=1000, terminated=False, x_velocity=1.0, engines=("mujoco", "pybullet")):
+    """Rows of every engine and risk condition; the same episodes everywhere except the return."""
+    recs = []
+    for e in engines:
+        for c in CONDITIONS:
+            for i, r in enumerate(returns):
+                recs.append({"policy": "p", "engine": e, "condition": c, "episode": i, "seed": i,
+                             "return": float(r) * (1.0 if c == "nominal" else 0.5), "length": length,
+                             "terminated": terminated, "failure": None, "x_velocity": x_velocity})
+    return pd.DataFrame.from_records(recs)
+
+
+@pytest.fixture
+def card():
+    if not CARD.exists():
+        pytest.skip("example hopper policy not present")
+    return load_card(CARD)
+
+
+def _card_copy(tmp_path, **fields):
+    """The example card, copied with its folder, with ``fields`` set."""
+    import shutil
+
+    import yaml
+
+    folder = tmp_path / "policy"
+    shutil.copytree(CARD.parent, folder, dirs_exist_ok=True)
+    raw = yaml.safe_load(CARD.read_text())
+    raw.update(fields)
+    (folder / "card.yaml").write_text(yaml.safe_dump(raw))
+    return folder / "card.yaml"
+
+
+def _claim(card, **claimed):
+    return dataclasses.replace(card, claimed=claimed)
+
+
+def test_policy_that_never_survives_gets_no_verdict(card):
+    """Return 68, every episode ends within the first steps: not LOW, a harness/task failure."""
+    df = _rows([68, 70, 66, 69, 67], length=40, terminated=True)
+    for c in (card, _claim(card, **{"return": 60.0})):
+        risk = risk_profile(df, c, reference="mujoco", resamples=20)
+        assert risk.verdict == "harness mismatch", risk.message
+        assert "fails its task Hopper" in risk.message and "0 of 5 episodes succeed" in risk.message
+        assert risk.aggregate is None and risk.components == {} and risk.driver is None
+
+
+def test_negative_return_misses_negative_claim(card):
+    df = _rows([-82, -80, -84], length=1000)
+    risk = risk_profile(df, _claim(card, **{"return": -22.0}), reference="mujoco", resamples=20)
+    assert risk.verdict == "harness mismatch" and "return -82" in risk.message
+    assert risk.aggregate is None
+    ok = risk_profile(df, _claim(card, **{"return": -70.0}), reference="mujoco", resamples=20)
+    assert ok.harness_check.status == "ok" and ok.aggregate is not None  # -80 reaches -70 - 0.2 * 70 = -84
+
+
+def test_zero_claim_and_fraction():
+    assert claim_met([0.1, -0.1], 0.0)[0] and not claim_met([-0.5, -0.4], 0.0)[0]
+    # 65% of the claimed speed used to pass (50% rule); now it does not.
+    assert not claim_met([0.29, 0.30, 0.28], 0.45)[0]
+    assert claim_met([CLAIM_FRACTION * 0.45 + 0.01] * 3, 0.45)[0]
+
+
+def test_claim_read_on_the_ci_upper_bound():
+    """Noisy episodes whose mean is short of the fraction but whose CI reaches it pass."""
+    values = np.array([60, 95, 70, 90, 65], float)  # mean 76, CI up to ~88
+    assert claim_met(values, 100.0)[0] and not claim_met(values, 120.0)[0]
+
+
+def test_speed_short_of_claim_is_mismatch(card):
+    df = _rows([1000, 1010, 990], x_velocity=0.29)
+    risk = risk_profile(df, _claim(card, x_velocity=0.45), reference="mujoco", resamples=20)
+    assert risk.verdict == "harness mismatch" and "x_velocity 0.29" in risk.message
+
+
+def test_working_policy_gets_numbers(card):
+    df = _rows([1000, 1010, 990])
+    risk = risk_profile(df, _claim(card, **{"return": 1000.0}), reference="mujoco", resamples=20)
+    assert risk.harness_check.status == "ok" and risk.verdict == "high"
+    assert risk.aggregate.drop == pytest.approx(0.5) and risk.metric == "return"
+
+
+def test_success_criterion_declared_per_task():
+    hop, loco = make_task("Hopper"), make_task("Locomotion")
+    rows = pd.DataFrame({"terminated": [True, True, False], "length": [50, 500, 1000]})
+    assert list(hop.succeeded(rows)) == [False, True, True]  # Hopper: 10% of the step limit
+    assert list(loco.succeeded(rows)) == [False, False, True]  # Locomotion: a fall is a failure
+    assert "step limit" in hop.success_criterion and "step limit" in loco.success_criterion
+
+
+def test_card_metric_is_validated_and_used(tmp_path, card):
+    from crosssim.errors import CardError
+
+    for value, error in (("speed", "task Hopper declares: return, survival"), (3, "metric")):
+        with pytest.raises(CardError, match=error):
+            load_card(_card_copy(tmp_path, metric=value))
+    chosen = load_card(_card_copy(tmp_path, metric="survival"))
+    assert chosen.metric == "survival"
+    df = _rows([1000, 1010, 990])
+    risk = risk_profile(df, chosen, reference="mujoco", resamples=20)
+    assert risk.metric == "survival" and risk.aggregate.drop == pytest.approx(0.0)  # return halves, survival does not
+
+
+def test_locomotion_tracking_metric():
+    task = make_task("Locomotion", command=[0.5, 0.0, 0.0])
+    rows = pd.DataFrame({"terminated": [False, False, True], "failure": [None, None, None],
+                         "metric_lin_vel_error": [0.0, 0.08, 0.0], "return": [1.0, 1.0, 1.0]})
+    assert task.metric_values(rows, "tracking") == pytest.approx([1.0, 0.84, 0.0])  # a fall is 0
+
+
+def test_mismatch_has_no_risk_numbers_anywhere(tmp_path, card, capsys):
+    """End to end: a card claiming far more than the policy does -> no numbers in summary.json,
+    terminal or report."""
+    import json
+
+    from crosssim.cli import print_risk
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
+
+    path = _card_copy(tmp_path, claimed={"return": 1e6})
+    run = crossval(CrossvalConfig(policy=str(path), engines=("mujoco",), episodes=2, max_steps=60,
+                                  out=str(tmp_path / "run"), report=True))
+    data = json.loads((tmp_path / "run" / "summary.json").read_text())["risk"]
+    assert data["verdict"] == "harness mismatch"
+    assert data["components"] == {} and data["aggregate"] is None and data["driver"] is None
+    print_risk(run.summary.risk)
+    out = capsys.readouterr().out
+    assert "HARNESS MISMATCH" in out and "aggregate" not in out and "predicted drop" not in out
+    html = next((tmp_path / "run").glob("*.html")).read_text()
+    assert 'id="no-risk"' in html and "every gap at once" not in html
