@@ -95,7 +95,7 @@ class CrossvalPlan:
     config: CrossvalConfig
     card: Card
     harness: Harness
-    """Built once here; passed on to the cache key, the hints and the summary."""
+    """Built once here; passed on to the cache key, the hints, the real-log section and the report."""
     out: Path
     conditions: tuple[tuple[str, dict], ...]
     """(condition name, Perturbation fields), in run and storage order."""
