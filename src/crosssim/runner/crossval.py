@@ -194,20 +194,26 @@ class Collected:
         return [r for e in engines for r in sorted(self.rows[e], key=lambda r: (order[r.condition], r.episode))]
 
 
-def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
-    """Rows from the cache where known, the rest from the executor; engine failures become rows."""
-    config, name = plan.config, plan.card.name
-    got = Collected(rows={e: [] for e in config.engines})
+def _from_cache(plan: CrossvalPlan, got: Collected) -> list[EngineJob]:
+    """Collect the rows the cache knows; one job per engine for the rest."""
     jobs = []
-    for e in config.engines:
+    for e in plan.config.engines:
         known = set()
         for c, _ in plan.conditions:
             for i, s in plan.episodes:
                 hit = plan.cache.get(plan.cache_key(e, c, s)) if plan.cache else None
                 if hit is not None and hit.get("episode") == i:
-                    got.add(name, e, hit)
+                    got.add(plan.card.name, e, hit)
                     known.add((c, i))
         jobs.append(plan.job(e, frozenset(known)))
+    return jobs
+
+
+def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
+    """Rows from the cache where known, the rest from the executor; engine failures become rows."""
+    config, name = plan.config, plan.card.name
+    got = Collected(rows={e: [] for e in config.engines})
+    jobs = _from_cache(plan, got)
     cached = sum(len(j.skip) for j in jobs)
     if progress and cached:
         progress("cache", cached, len(config.engines) * len(plan.conditions) * len(plan.episodes), {"failure": None})
