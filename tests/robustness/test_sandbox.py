@@ -446,3 +446,29 @@ def test_sandboxed_policy_acts_like_the_in_process_one(good_policy):
     assert (there.obs_size, there.action_size, there.batchable) == (11, 3, True)
     there.close()
     assert there.proc.poll() is not None
+
+
+@requires_sandbox
+def test_policy_spinning_past_its_cpu_limit_is_killed(tmp_path, monkeypatch):
+    """CPU time is bounded apart from the per-call timeout: a forward that spins on real input
+    (the zero-input check passes) is killed by its CPU-time limit, in one line."""
+    from crosssim.errors import PolicyLoadError
+    from crosssim.policies.sandbox import SandboxedPolicy
+
+    class Spinner(torch.nn.Module):
+        def forward(self, x):
+            i = 0
+            while bool(torch.any(torch.ne(x, 0.0))):
+                i += 1
+            return x[:, :3]
+
+    (tmp_path / "policy.pt").write_bytes(_saved(Spinner()))
+    monkeypatch.setenv("CROSSSIM_POLICY_CPU_S", "2")
+    policy = SandboxedPolicy("torchscript", tmp_path / "policy.pt", obs_size=11)
+    before = snapshot(tmp_path)
+    with pytest.raises(PolicyLoadError) as err:
+        policy.act(__import__("numpy").ones(11))
+    assert str(err.value).endswith("the policy process used up its CPU-time limit of 2 s and was killed"), str(err.value)
+    with pytest.raises(PolicyLoadError, match="the policy process has stopped"):
+        policy.act(__import__("numpy").ones(11))
+    assert snapshot(tmp_path) == before

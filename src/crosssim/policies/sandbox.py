@@ -43,7 +43,7 @@ from crosssim.policies.base import Policy
 MEMORY_MB = 4096
 """Default address-space limit of one policy process [MiB] (torch and onnxruntime take ~700)."""
 CPU_SECONDS = 3600
-"""Default CPU-time limit of one policy process over its whole life [s]."""
+"""Default CPU-time limit of one policy process, counted from its lockdown (imports excluded) [s]."""
 CALL_TIMEOUT = 60.0
 """Seconds one load (with its zero-input forward) or one forward may take before the policy is
 declared hung and killed."""
@@ -284,7 +284,9 @@ def _restrict(limits: dict) -> None:
 
     mem = limits["memory_mb"] << 20
     resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 5))
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # the limit counts from now, not from the imports
+    cpu = int(usage.ru_utime + usage.ru_stime) + 1 + limits["cpu_s"]
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     landlock.Ruleset().apply()  # every access right handled, none granted: no file can be opened
