@@ -21,6 +21,7 @@ import numpy as np
 from crosssim.errors import CardError, CrossSimError
 from crosssim.frame import SimFrame, quat_to_matrix
 from crosssim.registry import Registry
+from crosssim.strictload import did_you_mean
 
 
 @dataclass
@@ -164,12 +165,13 @@ def parse_terms(raw, where) -> tuple[TermSpec, ...]:
             raise CardError(f"{where}: observation.terms[{k}] must be a term name or a mapping with 'name'")
         name = item["name"]
         if name not in known and not name.startswith("sensor:"):
-            raise CardError(f"{where}: observation.terms[{k}] is {name!r}, not a known term; known: "
-                            f"{known} or sensor:<MJCF sensor name>")
+            raise CardError(f"{where}: observation.terms[{k}] is {name!r}, not a known term; "
+                            f"{did_you_mean(name, known)} (or sensor:<MJCF sensor name>)")
         allowed = set() if name.startswith("sensor:") else _term(name, where).options
         unknown = set(item) - {"name", "scale", "clip"} - allowed
         if unknown:
-            raise CardError(f"{where}: observation.terms[{k}] ({name}) has unknown keys {sorted(unknown)}")
+            raise CardError(f"{where}: observation.terms[{k}] ({name}) has unknown keys {sorted(unknown, key=str)}; "
+                            f"{did_you_mean(sorted(unknown, key=str)[0], ['name', 'scale', 'clip', *sorted(allowed)])}")
         scale = item.get("scale", 1.0)
         try:
             scale = np.asarray(scale, dtype=float)

@@ -29,10 +29,13 @@ def _files(folder: Path, skip: Path) -> dict:
             if p.is_file() and skip not in p.parents}
 
 
-def _git_status() -> str:
+def _git_status() -> set:
+    """Files in the checkout git does not know (a run that wrote into the repository would add some)."""
     if not (ROOT / ".git").exists():
-        return ""
-    return subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True).stdout
+        return set()
+    out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+                         capture_output=True, text=True).stdout
+    return {line for line in out.splitlines() if line.startswith("??")}
 
 
 def refused(folder: Path, card: Path, *needles):
@@ -74,7 +77,10 @@ def _card(folder: Path, **changes) -> Path:
     (BASE_TEXT + "colour: red\n", ["field 'colour' is not known", "known: card_version, name, task"]),
     (BASE_TEXT + "observation: {history: {length: 2, layuot: term_major}}\n",
      ["'observation.history.layuot'", "did you mean 'observation.history.layout'?"]),
-], ids=["trained_on", "action.clipp", "policy.fromat", "no near miss", "history.layuot"])
+    (BASE_TEXT + "observation: {terms: [{name: joint_vel, sclae: 0.1}]}\n",
+     ["observation.terms[0] (joint_vel) has unknown keys ['sclae']; did you mean 'scale'?"]),
+    (BASE_TEXT + "observation: {terms: [joint_poss]}\n", ["is 'joint_poss', not a known term; did you mean 'joint_pos'?"]),
+], ids=["trained_on", "action.clipp", "policy.fromat", "no near miss", "history.layuot", "term sclae", "term name"])
 def test_unknown_key(tmp_path, good_policy, text, needles):
     refused(_case_dir(tmp_path, good_policy), _text_card(tmp_path, text), "card.yaml", *needles)
 
