@@ -137,6 +137,14 @@ def test_unsupported_features_are_one_line_naming_the_engine(tmp_path):
     assert "physx" in str(info.value) and "equality" in str(info.value) and "\n" not in str(info.value)
 
 
+def test_ball_joint_is_refused_naming_the_joint(tmp_path):
+    xml = tmp_path / "ball.xml"
+    xml.write_text("""<mujoco><worldbody><body name="a"><joint name="shoulder" type="ball"/><geom size="0.1"/>
+      </body></worldbody></mujoco>""")
+    with pytest.raises(EngineFailure, match=r"^physx: ball joints not supported \(joint shoulder in ball.xml\)$"):
+        _load(xml)
+
+
 def test_import_crosssim_does_not_import_sapien():
     code = "import sys, crosssim, crosssim.engines, crosssim.cli; print('sapien' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

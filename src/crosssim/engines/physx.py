@@ -21,13 +21,17 @@ torques, and, while another state of the model is loaded, the system's packed by
 from __future__ import annotations
 
 import tempfile
+import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
-import sapien.physx as px
+
+with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU system never uses it
+    warnings.simplefilter("ignore", UserWarning)
+    import sapien.physx as px
 
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
 from crosssim.engines.mujoco import audit_rows

@@ -5,13 +5,17 @@ See crosssim.engines.physx for the mapping; this module only constructs, it neve
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import mujoco
 import numpy as np
-import sapien
-import sapien.physx as px
+
+with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU system never uses it
+    warnings.simplefilter("ignore", UserWarning)
+    import sapien
+    import sapien.physx as px
 
 from crosssim.engines.base import EngineProfile
 from crosssim.errors import EngineFailure
