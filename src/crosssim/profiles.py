@@ -1,7 +1,8 @@
 """Engine profiles: ``simulators/<name>.yaml`` (solver, iterations, contact settings).
 
 A profile name is the column name in results; its ``engine`` field names the adapter.
-Profiles are searched in ``$CROSSSIM_SIMULATORS``, ``./simulators`` and the project checkout;
+Profiles are searched in ``$CROSSSIM_SIMULATORS``, ``./simulators`` and the installed package's
+``crosssim/simulators`` (package data; in a checkout a link to the top-level ``simulators/``);
 an engine with no profile file runs with its adapter's defaults. When ``$CROSSSIM_TRUSTED_PROFILES``
 is set (the gate sets it to the base branch's ``simulators/``), those folders are the only ones
 searched, and a relative ``python:`` path is refused (it would name a file in the pull request).
@@ -33,8 +34,15 @@ def profile_dirs() -> list[Path]:
     if os.environ.get("CROSSSIM_SIMULATORS"):
         dirs.append(Path(os.environ["CROSSSIM_SIMULATORS"]))
     dirs.append(Path.cwd() / "simulators")
-    dirs.append(Path(__file__).resolve().parents[2] / "simulators")
+    dirs.append(packaged_dir())
     return dirs
+
+
+def packaged_dir() -> Path:
+    """The profiles and robots shipped with the installed crosssim (``pip install .`` copies them into
+    the wheel; an editable install reaches the checkout's ``simulators/`` through a link). Not resolved:
+    the gate asks whether this folder lies inside the checkout under review."""
+    return Path(__file__).resolve().parent / "simulators"
 
 
 def load_profile(name: str) -> EngineProfile:

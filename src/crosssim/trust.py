@@ -35,7 +35,9 @@ def _packaged_dirs() -> list[Path]:
     spec = importlib.util.find_spec("gymnasium")
     if spec is not None and spec.origin:
         dirs.append(Path(spec.origin).resolve().parent)
-    dirs.append(Path(__file__).resolve().parents[2] / "simulators")
+    from crosssim.profiles import packaged_dir
+
+    dirs += [packaged_dir(), packaged_dir().resolve()]  # the link in an editable install, and its target
     return dirs
 
 
@@ -44,10 +46,10 @@ def trusted_base(ref: str, *, root: Path | None = None) -> Iterator[TrustedBase]
     """While open: engine profiles come only from the base tree's ``simulators/`` and the
     installed crosssim's (when that is not part of the checkout); the tree is removed on exit."""
     from crosssim.gitutil import repo_root, tree_at
-    from crosssim.profiles import TRUSTED_ENV
+    from crosssim.profiles import TRUSTED_ENV, packaged_dir
 
     root = (root or repo_root()).resolve()
-    packaged = Path(__file__).resolve().parents[2] / "simulators"
+    packaged = packaged_dir()
     with tree_at(ref, root=root) as tree:
         dirs = [tree / "simulators"] + ([] if packaged.is_relative_to(root) else [packaged])
         old = os.environ.get(TRUSTED_ENV)
