@@ -10,6 +10,7 @@ import pytest
 
 from conftest import ROOT, requires_fixtures, zoo_card
 from crosssim.evaluate import crossval
+from crosssim.results import SCHEMA_VERSION
 from crosssim.runner import CrossvalConfig
 
 HELPERS = ROOT / "tests" / "helpers"
@@ -36,7 +37,7 @@ def test_cli_crossval_writes_results(tmp_path):
     assert len(df) == 2 * 2 * 5 and df.failure.isna().all()  # engines x episodes x (nominal, 3 families, combined)
     assert "verdict:" in proc.stdout and summary_has_profile(out)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["reference_engine"] == "mujoco" and summary["schema_version"] == 1
+    assert summary["reference_engine"] == "mujoco" and summary["schema_version"] == SCHEMA_VERSION
     assert set(summary["engines"]) == {"mujoco", "pybullet"}
     lo, hi = summary["engines"]["mujoco"]["return_ci95"]
     assert lo <= summary["engines"]["mujoco"]["mean_return"] <= hi
