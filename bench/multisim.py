@@ -77,7 +77,8 @@ def _real(rec: dict, family: str) -> float:
 
 def _pred(records: list[dict], family: str) -> list[float]:
     risk = [r["risk"] for r in records]
-    return [k["aggregate"]["drop"] if family == "all" else k["components"][family]["drop"] for k in risk]
+    return [np.nan if k["aggregate"] is None else k["aggregate"]["drop"] if family == "all"
+            else k["components"][family]["drop"] for k in risk]  # NaN: a harness mismatch has no numbers
 
 
 def tabulate(records: dict[str, list[dict]], steps: int, seeds: list[int], episodes: int) -> str:
@@ -94,7 +95,7 @@ def tabulate(records: dict[str, list[dict]], steps: int, seeds: list[int], episo
             continue
         sim = [r["sim_return"] for r in recs]
         pyb = [r["means"].get("pybullet/nominal", np.nan) for r in recs]
-        agg = [r["risk"]["aggregate"]["drop"] for r in recs]
+        agg = [np.nan if r["risk"]["aggregate"] is None else r["risk"]["aggregate"]["drop"] for r in recs]
         verdicts = ", ".join(r["risk"]["verdict"] for r in recs)
         drops = [_mean_sd([r["truth"][f] for r in recs]) for f in fams]
         lines.append(f"| {arm} | {_mean_sd(sim)} | {_mean_sd(pyb)} | {_mean_sd(agg)} | {verdicts} | "

@@ -103,6 +103,14 @@ def _run(card_path: Path, card, engines: tuple[str, ...], episodes: int, out: Pa
 V1 = "design v1: mean over engines of the drop from the reference's nominal (x disagreement for all gaps)"
 
 
+def _profile(risk: dict, family: str) -> float:
+    """The profile's predicted drop for ``family`` ("all": the aggregate); NaN on a harness mismatch
+    (no risk numbers then)."""
+    if risk["aggregate"] is None:
+        return float("nan")
+    return risk["aggregate"]["drop"] if family == "all" else risk["components"][family]["drop"]
+
+
 def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float]]:
     """Scores per target family: the profile, the ablation, earlier designs and the baselines."""
     ref, m = rec["reference"], rec["means"]
@@ -114,9 +122,9 @@ def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float
         own = [clipped_drop(m[f"{e}/nominal"], m.get(f"{e}/{cond}", np.nan)) for e in engines
                if f"{e}/nominal" in m and abs(m[f"{e}/nominal"]) > 1e-9]
         v1 = [clipped_drop(base, m[f"{e}/{cond}"]) for e in engines if f"{e}/{cond}" in m]
-        dis = comps["engine_disagreement"]["drop"]
+        dis = comps["engine_disagreement"]["drop"] if comps else np.nan
         scores = {
-            "profile": rec["risk"]["aggregate"]["drop"] if fam == "all" else comps[fam]["drop"],
+            "profile": _profile(rec["risk"], fam),
             "ablation: sweeps in reference engine only": clipped_drop(base, m.get(f"{ref}/{cond}", np.nan)),
             V1: (1 - (1 - np.mean(v1)) * (1 - dis)) if fam == "all" else float(np.mean(v1)),
             "variant: each engine vs its own nominal, unweighted mean": float(np.mean(own)) if own else np.nan,
