@@ -84,6 +84,11 @@ class Task:
     def initial_state(self, c: CanonicalModel, rng: np.random.Generator) -> InitialState:
         raise NotImplementedError
 
+    def nominal_initial_state(self, c: CanonicalModel) -> InitialState:
+        """The start state with no reset variation where the task can give one (diagnostics read
+        the card against it); by default the seed-0 draw of ``initial_state``."""
+        return self.initial_state(c, np.random.default_rng(0))
+
     def reset(self, frame: SimFrame) -> dict[str, Any]:
         """Task state at episode start (commands, phase, previous positions...)."""
         return {}

@@ -1,7 +1,8 @@
 """Velocity tracking for legged robots (G1, Go1, ...): the task users bring from Isaac Gym / MJX.
 
-The robot (card ``robot``) starts at a keyframe or its model pose and tracks a velocity command
-(vx, vy, yaw rate). The reward is the usual tracking kernel; what matters for transfer are the
+The robot (card ``robot``) starts at a keyframe or its model pose, varied per episode by seeded
+reset events (``ResetEvents``, card ``task_options.reset``; docs/risk.md gives the defaults), and
+tracks a velocity command (vx, vy, yaw rate). The reward is the usual tracking kernel; what matters for transfer are the
 metrics: forward speed, linear and yaw tracking errors, falls, survival time, torque saturation,
 energy. Observations come from the card's terms (crosssim.observations), not from the task.
 """
@@ -9,6 +10,7 @@ energy. Observations come from the card's terms (crosssim.observations), not fro
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -17,20 +19,88 @@ from crosssim.frame import InitialState, quat_to_matrix
 from crosssim.tasks.base import StepResult, Task
 
 
+@dataclass(frozen=True)
+class ResetEvents:
+    """How each episode starts (Isaac-Lab-like reset events, card ``task_options.reset``), drawn from
+    the episode's seeded generator in this order: joint positions, joint velocities, base yaw."""
+
+    joint_pos_noise: float = 0.05
+    """Half-width [rad or m] of the uniform offset added to every joint's start position."""
+    joint_vel_noise: float = 0.1
+    """Half-width [rad/s or m/s] of the uniform start velocity of every joint."""
+    yaw_range: tuple[float, float] = (-math.pi, math.pi)
+    """Range [rad] of the uniform heading of a free base (the command is in the heading frame)."""
+
+    @classmethod
+    def parse(cls, raw: dict) -> "ResetEvents":
+        """From a card's ``task_options.reset`` mapping; CardError naming the bad key or value."""
+        if not isinstance(raw, dict):
+            raise CardError(f"task_options.reset must be a mapping (joint_pos_noise, joint_vel_noise, yaw_range), "
+                            f"got {raw!r:.60}")
+        known = [f.name for f in fields(cls)]
+        for key in raw:
+            if key not in known:
+                raise CardError(f"task_options.reset.{key} is not a reset option; options: {', '.join(known)}")
+        out = {}
+        for key in ("joint_pos_noise", "joint_vel_noise"):
+            if key in raw:
+                v = raw[key]
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+                    raise CardError(f"task_options.reset.{key} must be a number >= 0, got {v!r}")
+                out[key] = float(v)
+        if "yaw_range" in raw:
+            v = raw["yaw_range"]
+            ok = (isinstance(v, (list, tuple)) and len(v) == 2
+                  and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+                  and v[0] <= v[1])
+            if not ok:
+                raise CardError(f"task_options.reset.yaw_range must be [low, high] radians with low <= high, got {v!r}")
+            out["yaw_range"] = (float(v[0]), float(v[1]))
+        return cls(**out)
+
+    def sample(self, c, qpos: np.ndarray, rng: np.random.Generator) -> InitialState:
+        """The start state around ``qpos`` (keyframe or model pose); the same ``rng`` state gives the same one."""
+        qpos = qpos.copy()
+        qvel = np.zeros(c.nv)
+        if self.joint_pos_noise:
+            qpos[c.joint_qposadr] += rng.uniform(-self.joint_pos_noise, self.joint_pos_noise, c.joint_count)
+        if self.joint_vel_noise:
+            qvel[c.joint_dofadr] = rng.uniform(-self.joint_vel_noise, self.joint_vel_noise, c.joint_count)
+        lo, hi = self.yaw_range
+        if c.free_base and hi > lo:
+            # The free joint is the root body's, first in qpos: position (3) then quaternion w, x, y, z.
+            yaw = rng.uniform(lo, hi)
+            qpos[3:7] = _quat_mul(np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]), qpos[3:7])
+        return InitialState(qpos, qvel)
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b of quaternions w, x, y, z."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
+
+
 class Locomotion(Task):
     name = "Locomotion"
     scene = ""  # the card's robot
     max_steps = 1000
 
     def __init__(self, *, command=(0.5, 0.0, 0.0), episode_seconds: float = 20.0, keyframe: str | None = None,
-                 min_base_height: float | None = None, max_tilt: float = 1.0, reset_noise: float = 0.0,
-                 tracking_sigma: float = 0.25):
+                 min_base_height: float | None = None, max_tilt: float = 1.0, reset_noise: float | None = None,
+                 reset: dict | None = None, tracking_sigma: float = 0.25):
         cmd = np.asarray(command, dtype=float)
         if cmd.shape != (3,) or not np.isfinite(cmd).all():
             raise CardError(f"task_options.command must be [vx, vy, yaw_rate], got {command!r}")
         self.command, self.episode_seconds, self.keyframe = cmd, float(episode_seconds), keyframe
         self.min_base_height, self.max_tilt = min_base_height, float(max_tilt)
-        self.reset_noise, self.sigma = float(reset_noise), float(tracking_sigma)
+        self.sigma = float(tracking_sigma)
+        if reset_noise is not None and reset is not None:
+            raise CardError("task_options: give either reset (joint_pos_noise, ...) or the older reset_noise, not both")
+        # reset_noise (the first option, joint positions only) keeps its old meaning exactly.
+        self.reset_events = (ResetEvents(joint_pos_noise=float(reset_noise), joint_vel_noise=0.0, yaw_range=(0.0, 0.0))
+                             if reset_noise is not None else ResetEvents.parse(reset or {}))
 
     period_from_card = True
     metrics = ("tracking", "return", "survival")
@@ -59,7 +129,7 @@ class Locomotion(Task):
     def observation_size(self, c) -> int:  # observations come from the card's terms
         raise CardError("the Locomotion task needs observation.terms in the card")
 
-    def initial_state(self, c, rng) -> InitialState:
+    def initial_state(self, c, rng, *, events: ResetEvents | None = None) -> InitialState:
         if self.keyframe is not None:
             if self.keyframe not in c.keyframes:
                 raise CardError(f"task_options.keyframe {self.keyframe!r} is not in {c.path.name}; "
@@ -67,9 +137,10 @@ class Locomotion(Task):
             qpos = c.keyframes[self.keyframe].copy()
         else:
             qpos = c.qpos0.copy()
-        if self.reset_noise:
-            qpos[c.joint_qposadr] += rng.uniform(-self.reset_noise, self.reset_noise, c.joint_count)
-        return InitialState(qpos, np.zeros(c.nv))
+        return (events or self.reset_events).sample(c, qpos, rng)
+
+    def nominal_initial_state(self, c) -> InitialState:
+        return self.initial_state(c, None, events=ResetEvents(0.0, 0.0, (0.0, 0.0)))
 
     def reset(self, frame):
         height = frame.base_pos[2]
