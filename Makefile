@@ -9,7 +9,8 @@ EPISODES ?= 10
 SEED ?= 0
 ARGS ?=
 export MUJOCO_GL ?= egl
-export WARP_CACHE_PATH ?= $(CURDIR)/.cache/warp
+# Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
+# compiled kernels planted by a pull request would run as code.
 
 .PHONY: venv crossval test test-fast policies bench validate multisim clean-venv
 

@@ -367,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    import os
+
+    # Every process crosssim starts (engine workers, sandboxed policies, the report's renderer)
+    # keeps the current folder, possibly a checkout under review, off the front of its sys.path.
+    os.environ["PYTHONSAFEPATH"] = "1"
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -291,3 +291,24 @@ def test_gate_on_a_damaged_run_folder(tmp_path):
     (tmp_path / "crosssim.toml").write_text("[gate]\nmax_risk = 'high'\n")
     proc = cli("gate", "--run", tmp_path, "--config", tmp_path / "crosssim.toml")
     assert_clean_error(proc, "crosssim.toml", "max_risk")
+
+
+def test_workers_never_import_from_the_folder_crossval_runs_in(tmp_path, good_policy):
+    """A checkout under review with a top-level ``multiprocessing/`` would shadow the standard
+    library in every spawned worker (``python -c`` puts the current folder first on sys.path);
+    workers start with PYTHONSAFEPATH=1, for crossval as for the gate."""
+    (tmp_path / "case").mkdir()
+    case = _case_dir(tmp_path / "case", good_policy)
+    card = write_card(case)
+    marker = tmp_path / "checkout-code-ran"
+    (case / "multiprocessing").mkdir()
+    (case / "multiprocessing" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('shadow')\n")
+    script = tmp_path / "crosssim-script.py"  # like the installed command: its folder, not the cwd, on sys.path
+    script.write_text("import sys\nfrom crosssim.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(TESTS)])}
+    proc = subprocess.run([sys.executable, str(script), "crossval", "--policy", str(card), "--engines", "mujoco",
+                           "--episodes", "1", "--max-steps", "5", "--no-risk", "--no-report", "--no-cache", "--quiet",
+                           "--out", str(tmp_path / "out")], cwd=case, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not marker.exists(), "code from the checkout ran in a worker"

@@ -199,7 +199,9 @@ class SandboxedPolicy(Policy):
 
     def __init__(self, fmt: str, path: Path, *, obs_size: int, output: str | None = None):
         self.path, self.limits = Path(path), _limits()
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        # PYTHONSAFEPATH: the folder crosssim runs in (a checkout under review) never comes first on sys.path.
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONSAFEPATH": "1",
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         debug = os.environ.get("CROSSSIM_SANDBOX_DEBUG") == "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "crosssim.policies.sandbox"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -13,6 +13,7 @@ under another interpreter (docs/engines.md, "Worker protocol").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing as mp
 import os
@@ -207,9 +208,30 @@ def _profile_python(name: str) -> str | None:
         return None  # the worker reports the profile problem itself
 
 
+@contextlib.contextmanager
+def safe_path_children():
+    """Every process started inside (workers, and multiprocessing's resource tracker, which the
+    first queue starts) gets PYTHONSAFEPATH=1: ``multiprocessing`` spawns with the parent's
+    environment and ``python -c`` would otherwise put the current folder first on sys.path."""
+    saved = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = saved
+
+
 def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool = False) -> None:
     """Run jobs in worker processes (at most ``workers`` at once), forwarding each message as
     ``on_message(job, kind, payload)``. Dead or silent workers produce ``("lost", reason)``."""
+    with safe_path_children():
+        _run_jobs(jobs, workers=workers, episode_timeout=episode_timeout, on_message=on_message, inline=inline)
+
+
+def _run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool) -> None:
     if inline:
         for job in jobs:
             execute_job(job, lambda kind, payload, job=job: on_message(job, kind, payload))
