@@ -12,14 +12,17 @@ is [A(t-1), A(t), B(t-1), B(t)] (each term's history, oldest first).
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 import numpy as np
 
 from crosssim.errors import CardError, CrossSimError
 from crosssim.frame import SimFrame, quat_to_matrix
+from crosssim.observations_time import PHASE_LAYOUTS, TIME_ORIGINS, clock, gait_phase, gait_phase_size, time_feature
 from crosssim.registry import Registry
 from crosssim.strictload import did_you_mean
 
@@ -38,6 +41,10 @@ class TermContext:
     """How the card reads the base quaternion: 'wxyz' (correct for SimFrame) or 'xyzw'."""
     sensors: "object" = None
     """SensorReader for MJCF sensors (sensor:<name>), or None."""
+    first_call_time: float | None = None
+    """Frame time [s] of the episode's first observation (set by ObservationBuilder)."""
+    call_index: int = 0
+    """Observations built before this one since reset (0 at the first policy call)."""
 
 
 def _base_quat(frame: SimFrame, ctx: TermContext) -> np.ndarray:
@@ -87,10 +94,20 @@ def last_action(frame, ctx, **_):
     return ctx.last_action.copy()
 
 
-def gait_phase(frame, ctx, period: float = 0.8, **_):
-    """sin and cos of 2 pi t / period, t counted from episode start [s]."""
-    phase = 2 * np.pi * (frame.time % period) / period
-    return np.array([np.sin(phase), np.cos(phase)])
+EULER_ORDERS = ("xyz", "xzy", "yxz", "yzx", "zxy", "zyx")
+
+
+def base_euler(frame, ctx, order: str = "xyz", convention: str = "extrinsic", **_):
+    """Base orientation as three angles [rad] about the world (extrinsic) or body (intrinsic)
+    axes, applied in ``order``; values in the same order. Default extrinsic xyz: [roll, pitch,
+    yaw] with R = Rz(yaw) Ry(pitch) Rx(roll), roll and yaw in (-pi, pi], pitch in [-pi/2, pi/2]."""
+    from scipy.spatial.transform import Rotation
+
+    w, x, y, z = _base_quat(frame, ctx)
+    seq = order if convention == "extrinsic" else order.upper()  # scipy: lower case = extrinsic
+    with warnings.catch_warnings():  # at pitch +-90 deg scipy warns and sets the third angle to 0
+        warnings.simplefilter("ignore")
+        return Rotation.from_quat([x, y, z, w]).as_euler(seq)
 
 
 def base_height(frame, ctx, **_):
@@ -99,29 +116,94 @@ def base_height(frame, ctx, **_):
 
 
 @dataclass(frozen=True)
+class Option:
+    """One card key a term accepts besides name/scale/clip: what values it takes and its default."""
+
+    kind: str = "positive"
+    """'positive' (number > 0), 'nonnegative', 'count' (integer >= 1), 'bool', 'choice' (one of
+    ``choices``) or 'numbers' (a non-empty list of finite numbers)."""
+    default: object = None
+    """Passed to the term when the card omits the key; None: not passed (the function's default)."""
+    choices: tuple = ()
+
+    def check(self, value):
+        """The value as the term receives it; ValueError saying what would be accepted."""
+        kind = self.kind
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError("must be true or false")
+            return value
+        if kind == "choice":
+            if value not in self.choices:
+                raise ValueError(f"must be one of {', '.join(map(str, self.choices))}")
+            return value
+        if kind == "numbers":
+            ok = isinstance(value, list) and value and all(_finite(v) for v in value)
+            if not ok:
+                raise ValueError("must be a non-empty list of numbers")
+            return tuple(float(v) for v in value)
+        if kind == "count":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError("must be an integer >= 1")
+            return value
+        if not _finite(value) or not (value > 0 if kind == "positive" else value >= 0):
+            raise ValueError("must be a positive number" if kind == "positive" else "must be a number >= 0")
+        return float(value)
+
+
+def _finite(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+@dataclass(frozen=True)
 class ObservationTerm:
     """A named observation term: ``fn(frame, ctx, **options) -> values``, and what a card needs to know."""
 
     fn: Callable[..., np.ndarray]
-    size: int | None
-    """Values it produces; None: one per policy joint (card joint order)."""
-    options: frozenset[str] = frozenset()
-    """Extra card keys passed to ``fn`` as keywords, each a positive number (e.g. gait_phase's period [s])."""
+    size: int | None | Callable[[dict], int]
+    """Values it produces; None: one per policy joint (card joint order); a function: of the options."""
+    options: frozenset[str] | Mapping[str, Option] = frozenset()
+    """Extra card keys passed to ``fn`` as keywords: names (each a positive number, e.g. a period
+    [s]) or a mapping name -> Option."""
+    floating_base: bool = False
+    """Reads the base's orientation or motion: refused on a robot whose base is fixed."""
+
+    def __post_init__(self):
+        if not isinstance(self.options, Mapping):
+            object.__setattr__(self, "options", {name: Option() for name in sorted(self.options)})
 
     def __call__(self, frame: SimFrame, ctx: TermContext, **options) -> np.ndarray:
         return self.fn(frame, ctx, **options)
 
+    def count(self, joint_count: int, options: dict) -> int:
+        """Values produced for a robot with ``joint_count`` policy joints and these card options."""
+        if self.size is None:
+            return joint_count
+        return self.size(options) if callable(self.size) else self.size
 
+
+_ORIGIN = Option("choice", "episode_start", TIME_ORIGINS)
 BUILTIN_TERMS: dict[str, ObservationTerm] = {
-    "base_lin_vel": ObservationTerm(base_lin_vel, 3),
-    "base_ang_vel": ObservationTerm(base_ang_vel, 3),
-    "projected_gravity": ObservationTerm(projected_gravity, 3),
+    "base_lin_vel": ObservationTerm(base_lin_vel, 3, floating_base=True),
+    "base_ang_vel": ObservationTerm(base_ang_vel, 3, floating_base=True),
+    "projected_gravity": ObservationTerm(projected_gravity, 3, floating_base=True),
+    "base_euler": ObservationTerm(base_euler, 3, {"order": Option("choice", "xyz", EULER_ORDERS),
+                                                  "convention": Option("choice", "extrinsic",
+                                                                       ("extrinsic", "intrinsic"))},
+                                  floating_base=True),
     "command": ObservationTerm(command, 3),
     "joint_pos_rel": ObservationTerm(joint_pos_rel, None),
     "joint_pos": ObservationTerm(joint_pos, None),
     "joint_vel": ObservationTerm(joint_vel, None),
     "last_action": ObservationTerm(last_action, None),
-    "gait_phase": ObservationTerm(gait_phase, 2, frozenset({"period"})),
+    "gait_phase": ObservationTerm(gait_phase, gait_phase_size, {
+        "period": Option("positive", 0.8), "offsets": Option("numbers", (0.0,)),
+        "layout": Option("choice", "interleaved", PHASE_LAYOUTS), "cos_first": Option("bool", False),
+        "frequency_gain": Option("nonnegative", 0.0), "freeze_below": Option("nonnegative", 0.0),
+        "frozen_phase": Option("nonnegative", 0.5), "time_origin": _ORIGIN}),
+    "clock": ObservationTerm(clock, 1, {"time_origin": _ORIGIN}),
+    "time_feature": ObservationTerm(time_feature, 1, {"max_steps": Option("count", 1000),
+                                                      "test_mode": Option("bool", False)}),
     "base_height": ObservationTerm(base_height, 1),
 }
 """crosssim's own terms; plugins add theirs through the ``crosssim.observation_terms`` entry-point
@@ -150,8 +232,24 @@ def _term(name: str, where: object = "observation terms") -> ObservationTerm:
 class TermSpec:
     name: str
     scale: np.ndarray | float = 1.0
-    clip: float | None = None
+    clip: tuple[float, float] | None = None
+    """Clip each scaled value to [low, high]; a single number c (card or caller) means [-c, c]."""
     options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.clip is not None and np.ndim(self.clip) == 0:
+            object.__setattr__(self, "clip", (-float(self.clip), float(self.clip)))
+
+
+def _clip(value, where: str) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    if _finite(value) and value > 0:
+        return (-float(value), float(value))
+    if isinstance(value, list) and len(value) == 2 and all(_finite(v) for v in value) and value[0] < value[1]:
+        return (float(value[0]), float(value[1]))
+    raise CardError(f"{where}.clip must be a positive number c (clip to [-c, c]) or [low, high] with low < high, "
+                    f"got {value!r:.40}")
 
 
 def parse_terms(raw, where) -> tuple[TermSpec, ...]:
@@ -163,31 +261,49 @@ def parse_terms(raw, where) -> tuple[TermSpec, ...]:
         item = {"name": item} if isinstance(item, str) else item
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise CardError(f"{where}: observation.terms[{k}] must be a term name or a mapping with 'name'")
-        name = item["name"]
+        name, field_name = item["name"], f"{where}: observation.terms[{k}]"
         if name not in known and not name.startswith("sensor:"):
-            raise CardError(f"{where}: observation.terms[{k}] is {name!r}, not a known term; "
+            raise CardError(f"{field_name} is {name!r}, not a known term; "
                             f"{did_you_mean(name, known)} (or sensor:<MJCF sensor name>)")
-        allowed = set() if name.startswith("sensor:") else _term(name, where).options
-        unknown = set(item) - {"name", "scale", "clip"} - allowed
+        allowed = {} if name.startswith("sensor:") else _term(name, where).options
+        unknown = sorted(set(item) - {"name", "scale", "clip"} - set(allowed), key=str)
         if unknown:
-            raise CardError(f"{where}: observation.terms[{k}] ({name}) has unknown keys {sorted(unknown, key=str)}; "
-                            f"{did_you_mean(sorted(unknown, key=str)[0], ['name', 'scale', 'clip', *sorted(allowed)])}")
+            raise CardError(f"{field_name} ({name}) has unknown keys {unknown}; "
+                            f"{did_you_mean(unknown[0], ['name', 'scale', 'clip', *sorted(allowed)])}")
         scale = item.get("scale", 1.0)
         try:
             scale = np.asarray(scale, dtype=float)
         except (TypeError, ValueError):
-            raise CardError(f"{where}: observation.terms[{k}].scale must be a number or a list of numbers") from None
+            raise CardError(f"{field_name}.scale must be a number or a list of numbers") from None
         if not np.isfinite(scale).all():
-            raise CardError(f"{where}: observation.terms[{k}].scale is not finite")
-        clip = item.get("clip")
-        if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip > 0):
-            raise CardError(f"{where}: observation.terms[{k}].clip must be a positive number")
-        options = {o: item[o] for o in sorted(allowed) if o in item}
-        for o, v in options.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise CardError(f"{where}: observation.terms[{k}].{o} must be a positive number")
-        out.append(TermSpec(name, scale if scale.ndim else float(scale), None if clip is None else float(clip), options))
+            raise CardError(f"{field_name}.scale is not finite")
+        options = {}
+        for o, opt in sorted(allowed.items()):
+            if o in item:
+                try:
+                    options[o] = opt.check(item[o])
+                except ValueError as exc:
+                    raise CardError(f"{field_name}.{o} {exc}, got {item[o]!r:.40}") from None
+            elif opt.default is not None:
+                options[o] = opt.default
+        out.append(TermSpec(name, scale if scale.ndim else float(scale), _clip(item.get("clip"), field_name), options))
     return tuple(out)
+
+
+def check_base_terms(terms: tuple[TermSpec, ...], scene, where) -> None:
+    """Refuse terms that read the base's orientation or motion on a robot whose root body has no
+    joint (welded to the world): its base never moves, so the values would be constants."""
+    wanted = [(k, s.name) for k, s in enumerate(terms) if not s.name.startswith("sensor:") and _term(s.name).floating_base]
+    if not wanted:
+        return
+    from crosssim.scene import load_mujoco_model
+
+    m = load_mujoco_model(scene)
+    if m.nbody > 1 and int(m.body_jntnum[1]) == 0:
+        k, name = wanted[0]
+        raise CardError(f"{where}: field 'observation.terms[{k}]' ({name}) reads the floating base, but "
+                        f"{getattr(scene, 'name', scene)}'s root body has no joint (a fixed base); remove the "
+                        "term or give the robot a free joint")
 
 
 class ObservationBuilder:
@@ -205,6 +321,7 @@ class ObservationBuilder:
         self._buffer.clear()
 
     def single(self, frame: SimFrame, ctx: TermContext) -> list[np.ndarray]:
+        """One frame's terms, scaled and clipped (no history, no change to the context)."""
         parts = []
         for spec, term in zip(self.terms, self._terms):
             if term is None:
@@ -213,17 +330,21 @@ class ObservationBuilder:
                 value = term(frame, ctx, **spec.options)
             value = np.asarray(value, dtype=float) * spec.scale
             if spec.clip is not None:
-                value = np.clip(value, -spec.clip, spec.clip)
+                value = np.clip(value, *spec.clip)
             parts.append(np.atleast_1d(value))
         return parts
 
     def __call__(self, frame: SimFrame, ctx: TermContext) -> np.ndarray:
+        """The stacked observation; the first call after reset sets ``ctx``'s time origin and call count."""
+        if not self._buffer:
+            ctx.first_call_time, ctx.call_index = float(frame.time), 0
         parts = self.single(frame, ctx)
         if not self._buffer:  # first step: history filled with the first frame
             for _ in range(self.history):
                 self._buffer.append(parts)
         else:
             self._buffer.append(parts)
+        ctx.call_index += 1
         frames = list(self._buffer)
         if self.layout == "frame_major":
             return np.concatenate([np.concatenate(f) for f in frames])
@@ -237,5 +358,5 @@ class ObservationBuilder:
                 s = sensors.types[spec.name[len("sensor:"):]][0]
                 total += int(sensors.m.sensor_dim[s])
             else:
-                total += joint_count if term.size is None else term.size
+                total += term.count(joint_count, spec.options)
         return self.history * total

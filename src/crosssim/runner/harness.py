@@ -134,7 +134,10 @@ class Harness:
             except CrossSimError as exc:
                 raise CardError(f"{card.path}: {exc} ({scene.name})") from None
         if card.observation.terms:
+            from crosssim.observations import check_base_terms
             from crosssim.sensors import SensorReader
+
+            check_base_terms(card.observation.terms, scene, card.path)
 
             needs = [t.name.split(":", 1)[1] for t in card.observation.terms if t.name.startswith("sensor:")]
             if needs:
