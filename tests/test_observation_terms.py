@@ -5,7 +5,8 @@ import pytest
 
 from crosssim.errors import CardError
 from crosssim.frame import SimFrame
-from crosssim.observations import ObservationBuilder, TermContext, check_base_terms, observation_terms, parse_terms
+from crosssim.observations import ObservationBuilder, TermContext, check_terms, observation_terms, parse_terms
+from crosssim.sensors import SensorReader
 
 TERMS = observation_terms()
 
@@ -152,6 +153,32 @@ def test_base_terms_refused_on_a_fixed_base(tmp_path):
     terms = parse_terms(["joint_pos", "base_euler"], "card.yaml")
     with pytest.raises(CardError, match=r"card.yaml: field 'observation.terms\[1\]' \(base_euler\) reads the "
                                         r"floating base, but fixed.xml's root body has no joint"):
-        check_base_terms(terms, fixed, "card.yaml")
-    check_base_terms(terms, free, "card.yaml")
-    check_base_terms(parse_terms(["joint_pos", "clock"], "card.yaml"), fixed, "card.yaml")
+        check_terms(terms, fixed, "card.yaml")
+    check_terms(terms, free, "card.yaml")
+    check_terms(parse_terms(["joint_pos", "clock"], "card.yaml"), fixed, "card.yaml")
+
+
+def test_sensor_offsets(tmp_path):
+    import mujoco
+
+    xml = tmp_path / "s.xml"
+    xml.write_text("""<mujoco><worldbody><body name="b" pos="0 0 1"><freejoint/><geom size="0.1" mass="1"/>
+      <site name="imu"/><body name="l"><joint name="knee" axis="0 1 0"/><geom size="0.1" mass="1"/></body>
+      </body></worldbody><sensor><jointpos joint="knee" name="knee_enc"/><gyro site="imu" name="gyro"/>
+      </sensor></mujoco>""")
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    d = mujoco.MjData(m)
+    d.qpos[7], d.qvel[3:6] = 0.7, [0.1, 0.2, 0.3]
+    mujoco.mj_forward(m, d)
+    f = SimFrame(0.0, d.qpos.copy(), d.qvel.copy(), d.xpos[1], d.xquat[1], np.zeros(3), np.zeros(3), np.zeros(1))
+    terms = parse_terms([{"name": "sensor:knee_enc", "offset": 0.2}, {"name": "sensor:gyro", "offset": [0, 0, 1]}],
+                        "card.yaml")
+    reader = SensorReader(xml)
+    check_terms(terms, xml, "card.yaml", reader)
+    ctx = TermContext(np.array([7]), np.array([6]), np.zeros(1), sensors=reader)
+    assert np.allclose(ObservationBuilder(terms)(f, ctx), [0.5, 0.1, 0.2, -0.7])
+    short = parse_terms([{"name": "sensor:gyro", "offset": [0, 1]}], "card.yaml")
+    with pytest.raises(CardError, match=r"field 'observation.terms\[0\].offset' has 2 values; sensor:gyro gives 3"):
+        check_terms(short, xml, "card.yaml", reader)
+    with pytest.raises(CardError, match="offset must be a number or a list of numbers"):
+        parse_terms([{"name": "sensor:gyro", "offset": "up"}], "card.yaml")

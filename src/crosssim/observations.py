@@ -121,7 +121,8 @@ class Option:
 
     kind: str = "positive"
     """'positive' (number > 0), 'nonnegative', 'count' (integer >= 1), 'bool', 'choice' (one of
-    ``choices``) or 'numbers' (a non-empty list of finite numbers)."""
+    ``choices``), 'numbers' (a non-empty list of finite numbers) or 'vector' (a finite number or
+    such a list)."""
     default: object = None
     """Passed to the term when the card omits the key; None: not passed (the function's default)."""
     choices: tuple = ()
@@ -142,6 +143,12 @@ class Option:
             if not ok:
                 raise ValueError("must be a non-empty list of numbers")
             return tuple(float(v) for v in value)
+        if kind == "vector":
+            if isinstance(value, list):
+                return Option("numbers").check(value)
+            if not _finite(value):
+                raise ValueError("must be a number or a list of numbers")
+            return float(value)
         if kind == "count":
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError("must be an integer >= 1")
@@ -182,6 +189,8 @@ class ObservationTerm:
         return self.size(options) if callable(self.size) else self.size
 
 
+SENSOR_OPTIONS = {"offset": Option("vector")}
+"""Keys a ``sensor:<name>`` term accepts besides name/scale/clip: offset (subtracted from the reading)."""
 _ORIGIN = Option("choice", "episode_start", TIME_ORIGINS)
 BUILTIN_TERMS: dict[str, ObservationTerm] = {
     "base_lin_vel": ObservationTerm(base_lin_vel, 3, floating_base=True),
@@ -265,7 +274,7 @@ def parse_terms(raw, where) -> tuple[TermSpec, ...]:
         if name not in known and not name.startswith("sensor:"):
             raise CardError(f"{field_name} is {name!r}, not a known term; "
                             f"{did_you_mean(name, known)} (or sensor:<MJCF sensor name>)")
-        allowed = {} if name.startswith("sensor:") else _term(name, where).options
+        allowed = SENSOR_OPTIONS if name.startswith("sensor:") else _term(name, where).options
         unknown = sorted(set(item) - {"name", "scale", "clip"} - set(allowed), key=str)
         if unknown:
             raise CardError(f"{field_name} ({name}) has unknown keys {unknown}; "
@@ -290,9 +299,18 @@ def parse_terms(raw, where) -> tuple[TermSpec, ...]:
     return tuple(out)
 
 
-def check_base_terms(terms: tuple[TermSpec, ...], scene, where) -> None:
-    """Refuse terms that read the base's orientation or motion on a robot whose root body has no
-    joint (welded to the world): its base never moves, so the values would be constants."""
+def check_terms(terms: tuple[TermSpec, ...], scene, where, sensors: "object" = None) -> None:
+    """Refuse what the robot cannot give: a sensor offset whose length is not the sensor's (with
+    ``sensors``, a SensorReader that has every named sensor), and terms that read the base's
+    orientation or motion on a robot whose root body has no joint (welded to the world: the
+    values would be constants)."""
+    for k, spec in enumerate(terms):
+        offset = spec.options.get("offset")
+        if sensors is not None and spec.name.startswith("sensor:") and isinstance(offset, tuple):
+            dim = int(sensors.m.sensor_dim[sensors.types[spec.name[len("sensor:"):]][0]])
+            if len(offset) != dim:
+                raise CardError(f"{where}: field 'observation.terms[{k}].offset' has {len(offset)} values; "
+                                f"{spec.name} gives {dim} (give {dim} numbers, or one for all)")
     wanted = [(k, s.name) for k, s in enumerate(terms) if not s.name.startswith("sensor:") and _term(s.name).floating_base]
     if not wanted:
         return
@@ -325,7 +343,7 @@ class ObservationBuilder:
         parts = []
         for spec, term in zip(self.terms, self._terms):
             if term is None:
-                value = ctx.sensors.read(spec.name[len("sensor:"):], frame)
+                value = ctx.sensors.read(spec.name[len("sensor:"):], frame) - np.asarray(spec.options.get("offset", 0.0))
             else:
                 value = term(frame, ctx, **spec.options)
             value = np.asarray(value, dtype=float) * spec.scale

@@ -134,16 +134,15 @@ class Harness:
             except CrossSimError as exc:
                 raise CardError(f"{card.path}: {exc} ({scene.name})") from None
         if card.observation.terms:
-            from crosssim.observations import check_base_terms
+            from crosssim.observations import check_terms
             from crosssim.sensors import SensorReader
-
-            check_base_terms(card.observation.terms, scene, card.path)
 
             needs = [t.name.split(":", 1)[1] for t in card.observation.terms if t.name.startswith("sensor:")]
             if needs:
                 h.sensors = SensorReader(scene)
                 for name in needs:
                     h.sensors.check(name, card.path)
+            check_terms(card.observation.terms, scene, card.path, h.sensors)
         return h
 
     @classmethod
