@@ -202,7 +202,8 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
                             message=(f"harness mismatch: the policy fails its task {task.name} in its reference "
                                      f"engine {reference}: {int(success.sum())} of {len(success)} episodes succeed "
                                      f"({task.success_criterion}); no risk is computed for a policy that does "
-                                     f"not work.{hint_text}"))
+                                     f"not do its task (it cannot show a drop). If it works where it was "
+                                     f"trained, the card is likely wrong.{hint_text}"))
     claims = dict(card.claimed)
     if not claims:
         return HarnessCheck(status="skipped", reference_return=measured["return"], measured=measured,
