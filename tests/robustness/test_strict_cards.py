@@ -404,3 +404,23 @@ def test_bad_engine_profile(tmp_path, good_policy, text, needle):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "error: argument --engines:" in last and "mujoco-odd.yaml" in last and needle in last, last
     assert not (folder / "run").exists()
+
+
+def test_card_symlink_within_its_repository_is_fine_outside_is_not(tmp_path, good_policy):
+    from crosssim.card import load_card
+    from crosssim.errors import CardError
+
+    repo = tmp_path / "repo"
+    (repo / "shared").mkdir(parents=True)
+    (repo / ".git").mkdir()  # what _repo_root looks for; no git needed
+    folder = repo / "policies" / "p"
+    folder.mkdir(parents=True)
+    _case_dir(folder, good_policy)
+    (repo / "shared" / "card.yaml").write_text(BASE_TEXT)  # paths stay relative to the link's folder
+    (folder / "card.yaml").symlink_to(repo / "shared" / "card.yaml")
+    assert load_card(folder).name == "case"
+    (folder / "card.yaml").unlink()
+    (tmp_path / "outside.yaml").write_text(BASE_TEXT)
+    (folder / "card.yaml").symlink_to(tmp_path / "outside.yaml")
+    with pytest.raises(CardError, match=f"outside {repo}; commit the card file itself"):
+        load_card(folder)
