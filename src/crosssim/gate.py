@@ -18,25 +18,32 @@ from crosssim.results import RunSummary
 from crosssim.text import markdown_text, printable, xml_text
 
 EXIT_PASS, EXIT_ERROR, EXIT_FAIL, EXIT_WARN = 0, 1, 2, 3
-PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+PASS, WARN, FAIL, INFO = "PASS", "WARN", "FAIL", "INFO"
+"""INFO: measured and shown, not gated (a threshold left off); never changes the status."""
 
 
 @dataclass(frozen=True)
 class GateConfig:
-    """Thresholds; drops and risks are fractions of the reference engine's return."""
+    """Thresholds; drops and risks are fractions of the reference engine's return.
 
-    max_risk: float = 0.5
-    """FAIL when the aggregate predicted drop exceeds this."""
-    warn_risk: float = 0.35
-    """WARN when the aggregate predicted drop exceeds this."""
-    max_engine_drop: float = 0.5
-    """WARN when any engine's nominal drop from the reference exceeds this."""
+    On by default: regression against the base branch's run of the same policy, judged with the
+    95% intervals so noise does not fail a pull request. Absolute limits (risk, engine drop,
+    minimum return) are off until a team sets them: a policy gated against itself always passes.
+    """
+
+    max_risk: float | None = None
+    """FAIL when the aggregate predicted drop exceeds this (off by default)."""
+    warn_risk: float | None = None
+    """WARN when the aggregate predicted drop exceeds this (off by default)."""
+    max_engine_drop: float | None = None
+    """WARN when any engine's nominal drop from the reference exceeds this (off by default)."""
     min_reference_return: float | None = None
-    """FAIL when the reference engine's mean return is below this (absolute)."""
+    """FAIL when the reference engine's mean return is below this (absolute; off by default)."""
     max_regression: float = 0.10
-    """FAIL when the reference return falls more than this below the baseline's."""
+    """FAIL when the reference return falls more than this below the baseline's and the two 95%
+    intervals do not overlap (overlapping: WARN, the drop may be noise)."""
     max_risk_increase: float = 0.10
-    """WARN when the aggregate risk rises more than this above the baseline's."""
+    """WARN when the aggregate risk rises more than this above the baseline's, intervals apart."""
     warnings_fail: bool = False
     """Exit 3 on WARN (otherwise WARN exits 0)."""
 
@@ -89,6 +96,8 @@ class Check:
 class Decision:
     status: str
     checks: tuple[Check, ...] = field(default_factory=tuple)
+    """Most severe first (FAIL, WARN, PASS, INFO); within a status in ``decide``'s order of
+    importance, so ``checks[0]`` is the decisive reason."""
 
     def exit_code(self, config: GateConfig) -> int:
         if self.status == FAIL:
@@ -97,81 +106,143 @@ class Decision:
             return EXIT_WARN
         return EXIT_PASS
 
+    @property
+    def reason(self) -> Check | None:
+        """The check that decided the status (the first of the worst), None without checks."""
+        return self.checks[0] if self.checks else None
+
 
 def _finite(x) -> bool:
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
 
 
+def number(x: float) -> str:
+    """A number as people write it: 2,870 not 2.87e+03; 0.42; 1.5e-05 only when tiny."""
+    if not _finite(x):
+        return "—"
+    a = abs(x)
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 1:
+        return f"{x:,.1f}"
+    if a >= 0.01 or a == 0:
+        return f"{x:.2f}"
+    return f"{x:.1e}"
+
+
+def _ci(ci) -> str:
+    lo, hi = ci if ci else (None, None)
+    return f" (95% CI {number(lo)} to {number(hi)})" if _finite(lo) and _finite(hi) else ""
+
+
+def _apart(low_side, high_side) -> bool:
+    """Whether interval ``low_side`` lies wholly below ``high_side`` (both (lo, hi))."""
+    return bool(low_side and high_side and _finite(low_side[1]) and _finite(high_side[0])
+                and low_side[1] < high_side[0])
+
+
 def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None = None) -> Decision:
-    """PASS / WARN / FAIL from one run's summary (and the baseline's, if given). Pure."""
+    """PASS / WARN / FAIL from one run's summary (and the baseline's, if given). Pure.
+
+    Checks are appended in order of importance (a regression explains a harness mismatch, not the
+    other way round) and returned most severe first."""
     checks: list[Check] = []
     ref = summary.reference_engine
     engines = summary.engines
-    ref_return = engines[ref].mean_return
+    mine = engines[ref]
+    ref_return = mine.mean_return
     risk = summary.risk
+    agg = risk.aggregate if risk is not None else None
+    if baseline is not None:
+        base = baseline.engines.get(ref)
+        base_return = base.mean_return if base else None
+        if _finite(base_return) and _finite(ref_return):
+            regression = (base_return - ref_return) / max(abs(base_return), 1e-9)
+            text = (f"{ref} mean return {number(ref_return)}{_ci(mine.return_ci95)} vs baseline "
+                    f"{number(base_return)}{_ci(base.return_ci95)}: {0.0 - 100 * regression:+.1f}%")  # 0.0 - 0.0: no "-0.0%"
+            if regression <= config.max_regression:
+                checks.append(Check("regression vs baseline", PASS, text, ref))
+            elif _apart(mine.return_ci95, base.return_ci95):
+                checks.append(Check("regression vs baseline", FAIL,
+                                    f"{text}, more than the {100 * config.max_regression:.0f}% allowed", ref))
+            else:
+                checks.append(Check("regression vs baseline", WARN,
+                                    f"{text}, but the 95% intervals overlap, so it may be noise (more --episodes "
+                                    "narrow them)", ref))
+        base_agg = baseline.risk.aggregate if baseline.risk else None
+        if agg is not None and base_agg is not None and _finite(base_agg.drop) and _finite(agg.drop):
+            rise = agg.drop - base_agg.drop
+            worse = rise > config.max_risk_increase and _apart(base_agg.ci95, agg.ci95)
+            checks.append(Check("risk vs baseline", WARN if worse else PASS,
+                                f"aggregate risk {number(agg.drop)}{_ci(agg.ci95)} vs baseline "
+                                f"{number(base_agg.drop)}{_ci(base_agg.ci95)} ({rise:+.2f})"))
+    if risk is not None and risk.verdict == "harness mismatch":  # no risk numbers exist then: the mismatch is the finding
+        checks.append(Check("harness check", FAIL, risk.message))
     for e, s in engines.items():
         if s.error or (s.failed and s.failed == s.episodes):
             checks.append(Check("engine ran", WARN if e != ref else FAIL, f"{e}: {s.error or 'every episode failed'}", e))
     if not _finite(ref_return):
         checks.append(Check("reference performance", FAIL, f"no finite return in the reference engine {ref}", ref))
     elif config.min_reference_return is not None and ref_return < config.min_reference_return:
-        checks.append(Check("reference performance", FAIL,
-                            f"{ref} mean return {ref_return:.1f} < minimum {config.min_reference_return:.1f}", ref))
+        checks.append(Check("reference performance", FAIL, f"{ref} mean return {number(ref_return)} is below the "
+                            f"minimum {number(config.min_reference_return)}", ref))
     else:
-        checks.append(Check("reference performance", PASS, f"{ref} mean return {ref_return:.1f}", ref))
-    if risk is not None:
-        agg = risk.aggregate.drop if risk.aggregate else None
-        if risk.verdict == "harness mismatch":  # no risk numbers exist then: the mismatch is the finding
-            checks.append(Check("harness check", FAIL, risk.message))
-        elif not _finite(agg):
-            checks.append(Check("transfer risk", WARN, "aggregate risk could not be computed"))
-        elif agg > config.max_risk:
-            checks.append(Check("transfer risk", FAIL, f"aggregate risk {agg:.2f} > {config.max_risk:.2f}: {risk.message}"))
-        elif agg > config.warn_risk:
-            checks.append(Check("transfer risk", WARN, f"aggregate risk {agg:.2f} > {config.warn_risk:.2f}: {risk.message}"))
+        checks.append(Check("reference performance", PASS if config.min_reference_return is not None else INFO,
+                            f"{ref} mean return {number(ref_return)}{_ci(mine.return_ci95)}", ref))
+    if risk is not None and risk.verdict != "harness mismatch":
+        gated = config.max_risk is not None or config.warn_risk is not None
+        drop = agg.drop if agg else None
+        if not _finite(drop):
+            checks.append(Check("transfer risk", WARN if gated else INFO, "aggregate risk could not be computed"))
+        elif config.max_risk is not None and drop > config.max_risk:
+            checks.append(Check("transfer risk", FAIL, f"aggregate risk {number(drop)} is above max_risk "
+                                f"{number(config.max_risk)}: {risk.message}"))
+        elif config.warn_risk is not None and drop > config.warn_risk:
+            checks.append(Check("transfer risk", WARN, f"aggregate risk {number(drop)} is above warn_risk "
+                                f"{number(config.warn_risk)}: {risk.message}"))
         else:
-            checks.append(Check("transfer risk", PASS, f"aggregate risk {agg:.2f}"))
+            checks.append(Check("transfer risk", PASS if gated else INFO,
+                                f"aggregate risk {number(drop)}{_ci(agg.ci95)}, {risk.verdict}" +
+                                ("" if gated else " (not gated: set max_risk or warn_risk to gate on it)")))
     for e, s in engines.items():
-        if e == ref:
-            continue
         d = s.drop_vs_reference
-        if _finite(d) and d > config.max_engine_drop:
-            checks.append(Check("engine agreement", WARN, f"{e} loses {100 * d:.0f}% of the reference return", e))
-        elif _finite(d):
-            checks.append(Check("engine agreement", PASS, f"{e} drop {100 * d:.0f}%", e))
-    if baseline is not None:
-        base = baseline.engines.get(ref)
-        base_return = base.mean_return if base else None
-        if _finite(base_return) and _finite(ref_return):
-            regression = (base_return - ref_return) / max(abs(base_return), 1e-9)
-            status = FAIL if regression > config.max_regression else PASS
-            checks.append(Check("regression vs baseline", status,
-                                f"reference return {ref_return:.1f} vs baseline {base_return:.1f} ({-100 * regression:+.1f}%)", ref))
-        base_risk = baseline.risk.aggregate.drop if baseline.risk and baseline.risk.aggregate else None
-        if risk is not None and risk.aggregate and _finite(base_risk) and _finite(risk.aggregate.drop):
-            rise = risk.aggregate.drop - base_risk
-            checks.append(Check("risk vs baseline", WARN if rise > config.max_risk_increase else PASS,
-                                f"aggregate risk {risk.aggregate.drop:.2f} vs baseline {base_risk:.2f} ({rise:+.2f})"))
-    worst = FAIL if any(c.status == FAIL for c in checks) else WARN if any(c.status == WARN for c in checks) else PASS
+        if e == ref or not _finite(d):
+            continue
+        if config.max_engine_drop is not None and d > config.max_engine_drop:
+            checks.append(Check("engine agreement", WARN, f"{e} loses {100 * d:.0f}% of the reference return, more "
+                                f"than max_engine_drop {100 * config.max_engine_drop:.0f}%", e))
+        else:
+            checks.append(Check("engine agreement", INFO if config.max_engine_drop is None else PASS,
+                                f"{e} {'loses' if d >= 0 else 'gains'} {abs(100 * d):.0f}% of the reference return",
+                                e))
+    order = {FAIL: 0, WARN: 1, PASS: 2, INFO: 3}
+    checks.sort(key=lambda c: order[c.status])  # stable: importance kept within a status
+    worst = checks[0].status if checks and checks[0].status in (FAIL, WARN) else PASS
     return Decision(worst, tuple(checks))
 
 
+FULL = 10_000
+"""Messages are shown whole (a cut message hid the reason); this only bounds hostile card text."""
+
+
 def markdown(summary: RunSummary, decision: Decision) -> str:
-    """The step summary. Every field from a card or a run folder is escaped (``markdown_text``):
-    it renders as text, never as HTML, a link, an image or a table break."""
-    icon = {PASS: "✅", WARN: "⚠️", FAIL: "❌"}
+    """The step summary, the decisive reason first. Every field from a card or a run folder is
+    escaped (``markdown_text``): it renders as text, never as HTML, a link, an image or a table break."""
+    icon = {PASS: "✅", WARN: "⚠️", FAIL: "❌", INFO: "ℹ️"}
     lines = [f"## {icon[decision.status]} crosssim gate: {decision.status} — {markdown_text(summary.policy)}", ""]
+    reason = decision.reason
+    if reason is not None and reason.status in (FAIL, WARN):
+        lines += [f"**{markdown_text(reason.name)}**: {markdown_text(reason.message, FULL)}", ""]
     risk = summary.risk
     if risk:
-        lines += [f"**{markdown_text(str(risk.verdict).upper())}** — {markdown_text(risk.message)}", ""]
+        lines += [f"Transfer risk: **{markdown_text(str(risk.verdict))}** — {markdown_text(risk.message, FULL)}", ""]
     lines += ["| engine | mean return | drop vs reference | failed |", "|---|---|---|---|"]
     for e, s in summary.engines.items():
         drop = "reference" if e == summary.reference_engine else f"{100 * s.drop_vs_reference:.0f}%" if _finite(s.drop_vs_reference) else "—"
-        ret = f"{s.mean_return:.1f}" if _finite(s.mean_return) else "—"
-        lines.append(f"| {markdown_text(e)} | {ret} | {drop} | {markdown_text(s.failed)} |")
+        lines.append(f"| {markdown_text(e)} | {number(s.mean_return)} | {drop} | {markdown_text(s.failed)} |")
     lines += ["", "| check | status | detail |", "|---|---|---|"]
     for c in decision.checks:
-        lines.append(f"| {markdown_text(c.name)} | {icon[c.status]} {c.status} | {markdown_text(c.message, 500)} |")
+        lines.append(f"| {markdown_text(c.name)} | {icon[c.status]} {c.status} | {markdown_text(c.message, FULL)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -191,8 +262,8 @@ def junit(summary: RunSummary, decision: Decision) -> str:
         case = ET.SubElement(suite, "testcase", {"classname": policy, "name": xml_text(printable(name))})
         bad = [c for c in cs if c.status == FAIL]
         if bad:
-            msg = xml_text("; ".join(printable(c.message, 500) for c in bad))
+            msg = xml_text("; ".join(printable(c.message, FULL) for c in bad))
             ET.SubElement(case, "failure", {"message": msg}).text = msg
         out = ET.SubElement(case, "system-out")
-        out.text = xml_text("\n".join(f"{c.status} {printable(c.name)}: {printable(c.message, 500)}" for c in cs))
+        out.text = xml_text("\n".join(f"{c.status} {printable(c.name)}: {printable(c.message, FULL)}" for c in cs))
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
