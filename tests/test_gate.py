@@ -116,6 +116,12 @@ def test_config_from_toml(tmp_path):
 POLICY = ROOT / "policies" / "hopper-ppo-mujoco"
 
 
+def _cli_env(**extra) -> dict:
+    """Environment for ``python -m crosssim.cli`` run from another folder: this checkout's src/ first
+    (a relative PYTHONPATH=src would name nothing there, and the venv's editable install would run)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]), **extra}
+
+
 def _git(repo, *args):
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
@@ -146,7 +152,7 @@ def test_pull_request_flow(tmp_path):
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
     _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "good policy")
-    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary.md")}
+    env = _cli_env(GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"))
 
     def crosssim(*args):
         return subprocess.run([sys.executable, "-m", "crosssim.cli", *args], cwd=repo, capture_output=True,
@@ -193,8 +199,8 @@ def test_example_policies_pass_against_themselves(policy, tmp_path):
     run = tmp_path / "run"
     cv = subprocess.run([sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(policy), "--engines",
                          "mujoco,pybullet", "--episodes", "3", "--no-report", "--quiet", "--out", str(run)],
-                        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+                        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=_cli_env())
     assert cv.returncode == 0, cv.stderr[-2000:]
     g = subprocess.run([sys.executable, "-m", "crosssim.cli", "gate", "--run", str(run), "--baseline", str(run)],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_cli_env())
     assert g.returncode == EXIT_PASS and "crosssim gate: PASS" in g.stdout, g.stdout + g.stderr[-2000:]
