@@ -29,8 +29,10 @@ def test_safe_sb3_loader_matches_sb3(algo, env):
     safe = SB3ActorPolicy(card.policy_file, low=-np.ones(n), high=np.ones(n))
     trusted = SB3TrustedPolicy(card.policy_file, algo, obs_size=safe.obs_size, low=-np.ones(n), high=np.ones(n))
     obs = np.random.default_rng(0).normal(size=(8, safe.obs_size))
-    for o in obs:  # SB3 computes in float32: agree to its precision
-        np.testing.assert_allclose(safe.act(o), trusted.act(o), atol=2e-5)
+    # SB3 computes in float32, through whichever BLAS kernel this CPU gets: 3.2e-5 was measured on
+    # one host for SAC's 256-256 network (2e-5 held on another); a wrong layer is off by O(0.1).
+    for o in obs:
+        np.testing.assert_allclose(safe.act(o), trusted.act(o), atol=1e-4)
 
 
 class _Boom:
