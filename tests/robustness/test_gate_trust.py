@@ -135,10 +135,10 @@ def test_pr_cannot_choose_thresholds_profiles_or_cached_rows(tmp_path, good_poli
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 2, proc.stdout + proc.stderr  # FAIL: the base's minimum return
     shown = proc.stdout.replace("\\", "")  # Markdown escapes
-    assert "minimum 1000000.0" in shown
+    assert "minimum 1,000,000" in shown  # the base's threshold, as people write it
     assert not marker.exists(), "code from the PR ran: " + marker.read_text()
     regression = next(line for line in shown.splitlines() if "regression vs baseline" in line)
-    assert "(+0.0%)" not in regression and "(-0.0%)" not in regression, regression  # baseline rows are its own
+    assert ": +0.0%" not in regression and ": -0.0%" not in regression, regression  # baseline rows are its own
     assert (cache / "crosssim" / "rows" / "gate" / "pr").is_dir()
     assert (cache / "crosssim" / "rows" / "gate" / "baseline").is_dir()
     assert not any(rows.rglob("*.json")), "rows written into the checkout"
