@@ -430,6 +430,7 @@ def test_gate_stdout_has_no_workflow_commands(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     write_summary(run, _summary())  # JSON keeps the lone surrogate as \ud800
+    (tmp_path / "crosssim.toml").write_text("[gate]\nmax_risk = 0.5\n")  # opt in: the card's text leads a FAIL
     before = _snapshot(tmp_path)
     proc = cli("gate", "--run", run, "--junit", tmp_path / "out.xml", "--summary", tmp_path / "out.md", cwd=tmp_path,
                env=_env(tmp_path))
