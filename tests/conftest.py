@@ -81,3 +81,14 @@ def write_card(folder: Path, **changes) -> Path:
     path = folder / "card.yaml"
     path.write_text(yaml.safe_dump(card))
     return path
+
+
+def assert_one_line_error(proc, *needles):
+    """A CLI run that failed cleanly: exit 1, no traceback, the last stderr line is crosssim's one
+    error line and contains every ``needles``."""
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("crosssim: error:"), proc.stderr
+    for n in needles:
+        assert n in last, (n, last)

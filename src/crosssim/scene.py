@@ -211,3 +211,16 @@ def canonical_model(path: Path) -> CanonicalModel:
         qpos0=m.qpos0.copy(),
         keyframes=keyframes,
     )
+
+
+def write_mesh_obj(m, mesh: int, folder: Path) -> Path:
+    """Mesh ``mesh`` of MjModel ``m`` as a Wavefront OBJ in ``folder`` (vertices as MuJoCo compiled
+    them, in the mesh frame), for engines that load meshes from files; written once per folder."""
+    path = folder / f"mesh{mesh}.obj"
+    if not path.exists():
+        v0, nv = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
+        f0, nf = m.mesh_faceadr[mesh], m.mesh_facenum[mesh]
+        lines = [f"v {x:.9g} {y:.9g} {z:.9g}" for x, y, z in m.mesh_vert[v0:v0 + nv]]
+        lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in m.mesh_face[f0:f0 + nf]]
+        path.write_text("\n".join(lines) + "\n")
+    return path

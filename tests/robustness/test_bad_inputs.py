@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import write_card
+from conftest import assert_one_line_error, write_card
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -27,15 +27,6 @@ def cli(*args, cwd=None, timeout=300, env=None):
     e = {**os.environ, "PYTHONPATH": str(TESTS) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(env or {})}
     return subprocess.run([sys.executable, "-m", "crosssim.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=e)
-
-
-def assert_clean_error(proc, *needles):
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("crosssim: error:"), proc.stderr
-    for n in needles:
-        assert n in last, (n, last)
 
 
 def _case_dir(tmp_path, good_policy):
@@ -85,7 +76,7 @@ def test_bad_policy_file(tmp_path, good_policy, name, file, fmt, make, message):
         make(target)
     card = write_card(folder, policy={"file": file, "format": fmt})
     proc = cli("crossval", "--policy", card, "--episodes", "1", "--max-steps", "5", "--out", folder / "run")
-    assert_clean_error(proc, file, message)
+    assert_one_line_error(proc, file, message)
 
 
 def _torchscript(path: Path, n_in: int, n_out: int):
@@ -114,7 +105,7 @@ def test_policy_size_mismatch(tmp_path, good_policy, name, file, fmt, make, mess
     make(tmp_path / file)
     card = write_card(tmp_path, policy={"file": file, "format": fmt})
     proc = cli("crossval", "--policy", card, "--episodes", "1", "--out", tmp_path / "run")
-    assert_clean_error(proc, file, message)
+    assert_one_line_error(proc, file, message)
 
 
 # -- cards ------------------------------------------------------------------------------------------
@@ -139,14 +130,14 @@ def test_malformed_card(tmp_path, good_policy, name, changes, message):
     folder = _case_dir(tmp_path, good_policy)
     card = write_card(folder, **changes)
     proc = cli("crossval", "--policy", card, "--episodes", "1", "--out", folder / "run")
-    assert_clean_error(proc, "card.yaml", message)
+    assert_one_line_error(proc, "card.yaml", message)
 
 
 def test_robot_file_that_does_not_parse(tmp_path, good_policy):
     folder = _case_dir(tmp_path, good_policy)
     (folder / "robot.xml").write_text("<mujoco><worldbody><body><geom type='sphere'/></worldbody>")
     card = write_card(folder, robot="robot.xml")
-    assert_clean_error(cli("crossval", "--policy", card, "--out", folder / "run"), "robot.xml")
+    assert_one_line_error(cli("crossval", "--policy", card, "--out", folder / "run"), "robot.xml")
 
 
 # -- during the run: policies and engines that misbehave; what was computed survives -----------------
@@ -214,7 +205,7 @@ def test_report_dir_not_writable(tmp_path, good_policy):
     blocker = folder / "file"
     blocker.write_text("")
     proc = cli("crossval", "--policy", write_card(folder), "--out", blocker / "run")
-    assert_clean_error(proc, "cannot write results to", "choose another --out")
+    assert_one_line_error(proc, "cannot write results to", "choose another --out")
 
 
 def test_disk_full_never_replaces_good_results(tmp_path, good_policy):
@@ -287,10 +278,10 @@ def test_kill_9_then_resume_gives_the_same_numbers(tmp_path):
 def test_gate_on_a_damaged_run_folder(tmp_path):
     (tmp_path / "summary.json").write_text("{not json")
     proc = cli("gate", "--run", tmp_path)
-    assert_clean_error(proc, "summary.json")
+    assert_one_line_error(proc, "summary.json")
     (tmp_path / "crosssim.toml").write_text("[gate]\nmax_risk = 'high'\n")
     proc = cli("gate", "--run", tmp_path, "--config", tmp_path / "crosssim.toml")
-    assert_clean_error(proc, "crosssim.toml", "max_risk")
+    assert_one_line_error(proc, "crosssim.toml", "max_risk")
 
 
 def test_workers_never_import_from_the_folder_crossval_runs_in(tmp_path, good_policy):

@@ -19,6 +19,8 @@ import yaml
 from crosssim.gate import GateConfig, decide, junit, markdown
 from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskProfile, RunSummary, write_summary
 
+from conftest import assert_one_line_error
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "policy-gate.yml"
 ODD_NAMES = ["é-policy", "tab\tname", 'quote"name', "space name", "new\nline", os.fsdecode(b"not-utf8-\xff")]
@@ -58,15 +60,6 @@ def console_script(tmp_path, *args, cwd, env, timeout=600):
     script.write_text("import sys\nfrom crosssim.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
     return subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
-
-
-def assert_one_line_error(proc, *needles):
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("crosssim: error:"), proc.stderr
-    for n in needles:
-        assert n in last, (n, last)
 
 
 def _policy(folder: Path, good_policy: Path, **card):

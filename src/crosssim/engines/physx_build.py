@@ -19,6 +19,7 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
 
 from crosssim.engines.base import EngineProfile
 from crosssim.errors import EngineFailure
+from crosssim.scene import write_mesh_obj
 
 GEOM = mujoco.mjtGeom
 JNT = mujoco.mjtJoint
@@ -218,7 +219,7 @@ def _shapes(m, g: int, material, mesh_dir: Path) -> list:
     elif t == GEOM.mjGEOM_ELLIPSOID:  # PhysX has no ellipsoid: the enclosing sphere, as PyBullet does
         shape = px.PhysxCollisionShapeSphere(float(max(size)), material)
     elif t == GEOM.mjGEOM_MESH:
-        path = _write_obj(m, int(m.geom_dataid[g]), mesh_dir)
+        path = write_mesh_obj(m, int(m.geom_dataid[g]), mesh_dir)
         shape = px.PhysxCollisionShapeConvexMesh(str(path), np.ones(3, dtype=np.float32), material)
     else:
         name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or str(g)
@@ -228,17 +229,6 @@ def _shapes(m, g: int, material, mesh_dir: Path) -> list:
     shape.local_pose = pose * to_pose(np.zeros(3), X_TO_Z) if along_z else pose
     shape.set_collision_groups([int(m.geom_contype[g]), int(m.geom_conaffinity[g]), 0, 0])
     return [shape]
-
-
-def _write_obj(m, mesh: int, folder: Path) -> Path:
-    path = folder / f"mesh{mesh}.obj"
-    if not path.exists():
-        v0, nv = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
-        f0, nf = m.mesh_faceadr[mesh], m.mesh_facenum[mesh]
-        lines = [f"v {x:.9g} {y:.9g} {z:.9g}" for x, y, z in m.mesh_vert[v0:v0 + nv]]
-        lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in m.mesh_face[f0:f0 + nf]]
-        path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _matrix_to_quat(R: np.ndarray) -> np.ndarray:

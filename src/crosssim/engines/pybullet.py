@@ -29,7 +29,7 @@ from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, Engi
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
-from crosssim.scene import CanonicalModel, canonical_model
+from crosssim.scene import CanonicalModel, canonical_model, write_mesh_obj
 from crosssim.variant import CompiledModel
 
 GEOM = mujoco.mjtGeom
@@ -588,7 +588,7 @@ def _shape_array(m, geoms: list[int], mesh_dir: Path, client: int, offset=np.zer
         elif t == GEOM.mjGEOM_ELLIPSOID:  # Bullet has no ellipsoid: the enclosing-radius sphere
             kind, entry["radius"] = pybullet.GEOM_SPHERE, float(max(size))
         elif t == GEOM.mjGEOM_MESH:
-            kind, entry["file"] = pybullet.GEOM_MESH, str(_write_obj(m, int(m.geom_dataid[g]), mesh_dir))
+            kind, entry["file"] = pybullet.GEOM_MESH, str(write_mesh_obj(m, int(m.geom_dataid[g]), mesh_dir))
         else:
             raise EngineFailure(f"pybullet: geom type {t} of geom {g} is not supported")
         kw["shapeTypes"].append(kind)
@@ -601,17 +601,6 @@ def _shape_array(m, geoms: list[int], mesh_dir: Path, client: int, offset=np.zer
         kw["collisionFramePositions"].append(list(map(float, m.geom_pos[g] + offset)))
         kw["collisionFrameOrientations"].append(_xyzw(m.geom_quat[g]))
     return pybullet.createCollisionShapeArray(**kw, physicsClientId=client)
-
-
-def _write_obj(m, mesh: int, folder: Path) -> Path:
-    path = folder / f"mesh{mesh}.obj"
-    if not path.exists():
-        v0, nv = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
-        f0, nf = m.mesh_faceadr[mesh], m.mesh_facenum[mesh]
-        lines = [f"v {x:.9g} {y:.9g} {z:.9g}" for x, y, z in m.mesh_vert[v0:v0 + nv]]
-        lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in m.mesh_face[f0:f0 + nf]]
-        path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def _quat_mul(a, b) -> np.ndarray:
