@@ -151,3 +151,26 @@ def test_zoo_agent_matches_gymnasium_v4(tmp_path, algo, env):
         returns.append(total)
     ours = summary.engines["mujoco"].mean_return
     assert ours == pytest.approx(np.mean(returns), rel=0.02, abs=1.0)
+
+
+def test_engine_exception_mid_run_fails_the_rest_and_keeps_rows(tmp_path, monkeypatch):
+    """An exception from the engine after some rows (not a crash) becomes failed rows, even inline."""
+    import crosssim.runner.rollout as rollout
+
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    real, calls = rollout.run_episode, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("boom in the engine")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rollout, "run_episode", flaky)
+    cfg = CrossvalConfig(policy=str(_callable_card(tmp_path, "nan_policy")), episodes=2, max_steps=20, inline=True,
+                         out=str(tmp_path / "run"), trust_policy_code=True, engines=("mujoco",), risk=False, cache=False)
+    crossval(cfg)
+    df = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert df.failure.iloc[0].startswith("mujoco: policy returned a non-finite action")  # the row computed first
+    rest = df.failure.iloc[1:]
+    assert len(rest) >= 1 and rest.str.contains("RuntimeError: boom in the engine").all()

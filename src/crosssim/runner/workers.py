@@ -100,6 +100,9 @@ def execute_job(job: EngineJob, emit) -> None:
                 result = run_episode(sim, harness, policy, episode=episode, seed=seed, max_steps=job.max_steps,
                                      record=episode == record)
                 emit("row", dataclasses.asdict(result) | {"condition": condition})
+        except Exception as exc:  # an engine bug mid-column: its remaining episodes fail, sent rows stay
+            fail(exc)
+            return
         finally:
             sim.close()
     import resource
