@@ -7,7 +7,7 @@ import platform
 from importlib.metadata import PackageNotFoundError, version
 
 PACKAGES = ("crosssim", "numpy", "mujoco", "gymnasium", "pybullet", "newton", "warp-lang", "torch", "onnxruntime",
-            "stable-baselines3", "ray")
+            "stable-baselines3", "ray", "sapien")
 """Distributions whose version can change a result row (engines, policy runtimes, the array library)."""
 
 
