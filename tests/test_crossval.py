@@ -174,3 +174,30 @@ def test_engine_exception_mid_run_fails_the_rest_and_keeps_rows(tmp_path, monkey
     assert df.failure.iloc[0].startswith("mujoco: policy returned a non-finite action")  # the row computed first
     rest = df.failure.iloc[1:]
     assert len(rest) >= 1 and rest.str.contains("RuntimeError: boom in the engine").all()
+
+
+def test_physx_numbers_key_on_the_sapien_version():
+    from crosssim.versions import PACKAGES
+
+    assert "sapien" in PACKAGES  # the physx column is computed by SAPIEN's PhysX: its version is part of the key
+
+
+def test_cached_row_without_x_velocity_reads_as_nan(tmp_path):
+    """A cache entry whose x_velocity is null passes the cache's check, so the row must accept it."""
+    import math
+
+    from crosssim.card import load_card
+    from crosssim.results import EpisodeRow
+    from crosssim.runner.cache import ResultCache
+
+    cache = ResultCache(tmp_path / "cache", card=load_card(_callable_card(tmp_path, "nan_policy")), scene=None,
+                        max_steps=None, trust=True, profiles={})
+    key = cache.key("mujoco", "nominal", {}, 0)
+    path = cache._path(key)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"engine": "mujoco", "episode": 0, "seed": 0, "ret": 1.5, "length": 3,
+                                "terminated": False, "x_velocity": None, "metrics": {}, "condition": "nominal"}))
+    hit = cache.get(key)
+    assert hit is not None
+    row = EpisodeRow.from_worker("p", "mujoco", hit)
+    assert math.isnan(row.x_velocity) and row.ret == 1.5

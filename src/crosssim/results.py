@@ -64,7 +64,7 @@ class EpisodeRow:
         return cls(policy=policy, engine=engine, condition=payload["condition"], episode=int(payload["episode"]),
                    seed=int(payload["seed"]), ret=float(payload["ret"]), length=int(payload["length"]),
                    terminated=bool(payload["terminated"]), failure=payload.get("failure"),
-                   x_velocity=float(payload.get("x_velocity", float("nan"))),
+                   x_velocity=_float_or_nan(payload.get("x_velocity")),
                    metrics=dict(payload.get("metrics") or {}))
 
     @classmethod
@@ -72,6 +72,11 @@ class EpisodeRow:
         """The row of an episode that never ran (its engine failed to start, crashed or hung)."""
         return cls(policy=policy, engine=engine, condition=condition, episode=int(episode), seed=int(seed),
                    ret=float("nan"), length=0, terminated=False, failure=reason, x_velocity=float("nan"))
+
+
+def _float_or_nan(value) -> float:
+    """A row's optional number; None (a row from the cache or another worker without one) is NaN."""
+    return float("nan") if value is None else float(value)
 
 
 ROW_COLUMNS = ["policy", "engine", "condition", "episode", "seed", "return", "length", "terminated", "failure",
