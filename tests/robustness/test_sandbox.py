@@ -231,6 +231,9 @@ HAND_WRITTEN = [  # forward bodies an attacker could write into code/*.py by han
     ("torch.ops", 'return torch.ops.load_library("/tmp/x.so")', "uses torch.ops.load_library"),
     ("import", "import os\n    return x", "imports os"),
     ("dummy method named set_", "return (x).set_(w)", "set_, a Tensor method outside the allow-list"),
+    # an aten operator in no dir(): reads and writes out of bounds once compiled to the Tensor's
+    ("dummy method named _reshape_alias", "return (x)._reshape_alias([1000000], [1])",
+     "_reshape_alias, a Tensor method outside the allow-list"),
 ]
 
 
@@ -241,8 +244,9 @@ def test_hand_written_code_is_refused(tmp_path, body, message):
     from crosssim.policies.tscheck import check_torchscript
 
     data = _patch_code(_saved(_Linear()), "return torch.matmul(x, w)", body)
-    if "set_(w)" in body and "(x)" in body:  # the archive defines a method of that name, to pass "defined"
-        data = _patch_code(data, "  def __getstate__(", "  def set_(self: __torch__.X) -> None:\n    return None\n"
+    if body.startswith("return (x)."):  # the archive defines a method of that name, to pass "defined"
+        method = body.removeprefix("return (x).").split("(")[0]
+        data = _patch_code(data, "  def __getstate__(", f"  def {method}(self: __torch__.X) -> None:\n    return None\n"
                                                         "  def __getstate__(")
     (tmp_path / "policy.pt").write_bytes(data)
     before = snapshot(tmp_path)
