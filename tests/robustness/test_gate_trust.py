@@ -367,16 +367,37 @@ def test_workflow_gates_every_name_and_fails_when_detection_fails(tmp_path, good
         f'#!/bin/bash\nif [ "$1" = gate ]; then printf "%s\\0" "$3" >> "{log}"; exit 0; fi\n'
         f'exec "{sys.executable}" -m crosssim.cli "$@"\n')
     (bin_dir / "crosssim").chmod(0o755)
-    env = _env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", BASE="main")
+    # The PR plants its own changed list as a symlink to /dev/null: the step must not read it.
+    (repo / "gate-reports").mkdir()
+    (repo / "gate-reports" / "changed.bin").symlink_to("/dev/null")
+    runner_temp = tmp_path / "runner-temp"
+    runner_temp.mkdir()
+    env = _env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", BASE="main", RUNNER_TEMP=str(runner_temp))
     proc = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     gated = sorted(os.fsdecode(p) for p in log.read_bytes().split(b"\0") if p)
     assert gated == sorted(str(repo / "policies" / n / "card.yaml") for n in ODD_NAMES)
+    assert f"gated {len(ODD_NAMES)} changed policies" in proc.stdout
     env["BASE"] = "origin/main"
-    shutil.rmtree(repo / "gate-reports")
+    shutil.rmtree(runner_temp / "gate-reports")
     proc = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0, proc.stdout + proc.stderr
     assert "fetch it first" in proc.stderr
+
+
+def test_workflow_python_never_imports_from_the_checkout(tmp_path):
+    """A PR committing ``pip/__main__.py`` runs nothing: the job sets PYTHONSAFEPATH=1 and pip
+    installs from outside the checkout."""
+    job = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]
+    assert job["env"]["PYTHONSAFEPATH"] == "1"
+    install = next(s for s in job["steps"] if s.get("name") == "Install crosssim")
+    assert install["working-directory"] == "${{ runner.temp }}"
+    (tmp_path / "pip").mkdir()
+    (tmp_path / "pip" / "__main__.py").write_text("print('PR CODE RAN')\n")
+    env = {**os.environ, **{k: str(v) for k, v in job["env"].items()}}
+    proc = subprocess.run([sys.executable, "-m", "pip", "--version"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert "PR CODE RAN" not in proc.stdout + proc.stderr
 
 
 # -- outputs escape what a card can contain ----------------------------------------------------------
