@@ -77,8 +77,9 @@ def _fmt(x: float, digits: int = 1) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def print_table(summary, file=sys.stdout) -> None:
+def print_table(summary, file=None) -> None:
     """The per-engine table of a crosssim.results.RunSummary."""
+    file = file or sys.stdout
     ref = summary.reference_engine
     head = f"{'engine':<22}{'return (95% CI)':>30}{'length':>9}{'early end':>11}{'drop vs ' + ref:>18}{'failed':>8}"
     print(head, file=file)
@@ -93,8 +94,9 @@ def print_table(summary, file=sys.stdout) -> None:
             print(f"  ! {s.error}", file=file)
 
 
-def print_risk(risk, file=sys.stdout) -> None:
-    """A crosssim.results.RiskProfile, one line per component."""
+def print_risk(risk, file=None) -> None:
+    """A crosssim.results.RiskProfile, one line per component (to ``file``, default: stdout as it is now)."""
+    file = file or sys.stdout
     check = risk.harness_check
     print(f"\nharness check: {check.status} - {check.message}", file=file)
     if risk.aggregate is None:  # a harness mismatch: no risk numbers, only the finding
@@ -114,7 +116,8 @@ def print_risk(risk, file=sys.stdout) -> None:
     print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
 
 
-def _progress(stream=sys.stderr):
+def _progress(stream=None):
+    stream = stream or sys.stderr
     def show(engine: str, done: int, total: int, row: dict) -> None:
         bar = "#" * int(20 * done / max(total, 1))
         msg = f"  {engine:<22} [{bar:<20}] {done}/{total}" + (" reused from the cache" if engine == "cache" else "")
