@@ -106,3 +106,24 @@ def test_engine_state_reused_between_episodes_gives_fresh_state_results():
     np.testing.assert_array_equal(rollout(env, 3), rollout(fresh, 3))
     assert env.episode.stepper.state is state  # reused, not reallocated
     env.close(), fresh.close()
+
+
+def test_observation_noise_differs_between_episodes_without_a_sampler():
+    """A profile's obs_noise is a fresh draw per episode (and the same again for the same seed)."""
+    from dataclasses import replace
+
+    from crosssim.runner.episode import Episode
+    from crosssim.runner.stepper import ControlStepper
+    from crosssim.variant import HarnessVariant, Variant
+
+    clean, noisy = make_env("Hopper"), make_env("Hopper")
+    noisy.sim = replace(noisy.sim, variant=Variant(harness=HarnessVariant(obs_noise=0.1)))
+    noisy.episode = Episode(ControlStepper(noisy.sim, noisy.harness))
+
+    def noise(seed):
+        return noisy.reset(seed=seed)[0] - clean.reset(seed=seed)[0]
+
+    first, second = noise(1), noise(2)
+    assert np.abs(first).max() > 0.01
+    assert not np.allclose(first, second)
+    np.testing.assert_array_equal(first, noise(1))

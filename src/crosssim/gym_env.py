@@ -76,7 +76,9 @@ class CrossSimEnv(gym.Env):
             self.sim = self._simulator(self.sampler(self.np_random).variant())
             self.episode = Episode(ControlStepper(self.sim, self.harness))
         init = self.task.initial_state(self.canonical, self.np_random)
-        self.episode.reset(init, int(self.np_random.integers(2**63)) if self.sampler else 0)
+        # The observation-noise stream is drawn per episode, sampler or not: a fixed seed would
+        # give every episode the same noise.
+        self.episode.reset(init, int(self.np_random.integers(2**63)))
         self._started = True
         return self.episode.observe(), {}
 
