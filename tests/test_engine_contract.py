@@ -234,3 +234,16 @@ def test_the_interleaving_check_can_fail(harness):
     model = engine.load(compile_model(harness.scene), load_profile("mujoco"))
     with pytest.raises(AssertionError, match="differs from alone"):
         check_interleaving(engine, model, harness)
+
+
+@pytest.mark.parametrize("name", ["pybullet", "physx"])
+def test_no_temporary_mesh_folder_outlives_the_model(name, harness, tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    try:
+        sim = open_engine(load_profile(name), harness.scene)
+    except EngineUnavailable as exc:
+        pytest.skip(str(exc))
+    sim.close()
+    assert not list(tmp_path.iterdir()), f"{name} left {list(tmp_path.iterdir())}"

@@ -20,6 +20,7 @@ torques, and, while another state of the model is loaded, the system's packed by
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import warnings
 import weakref
@@ -91,7 +92,11 @@ class EnginePhysX(EngineBase):
         if solver not in ("tgs", "pgs"):
             raise EngineFailure(f"physx profile: solver must be tgs or pgs, not {solver!r}")
         mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-physx-"))  # meshes as .obj, written once per model
-        world, qindex, floor_mu, body_mu = build_world(m, profile, mesh_dir)
+        try:
+            world, qindex, floor_mu, body_mu = build_world(m, profile, mesh_dir)
+        except BaseException:
+            shutil.rmtree(mesh_dir, ignore_errors=True)
+            raise
         canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(JNT.mjJNT_FREE)]
         offset = np.array([m.qpos0[m.jnt_qposadr[j]] for j in canonical_joints])
         return PhysXModel(canonical=c, mj=m, profile=profile, mesh_dir=mesh_dir, world=world, qindex=qindex,
@@ -203,6 +208,7 @@ class EnginePhysX(EngineBase):
         if not model.closed:
             model.closed = True
             model.world.scene.clear()
+            shutil.rmtree(model.mesh_dir, ignore_errors=True)  # every state's world is built from it until now
 
 
 def _base(world: PhysXWorld):

@@ -16,6 +16,7 @@ the server, a Bullet ``saveState`` snapshot of this one. See ``EnginePyBullet._l
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import weakref
 from dataclasses import dataclass, field
@@ -108,13 +109,17 @@ class EnginePyBullet(EngineBase):
         c = canonical_model(compiled.scene)
         m = compiled.mj  # the variant (perturbation, calibration) is in the model PyBullet is built from
         client = pybullet.connect(pybullet.DIRECT)
+        # Mesh .obj files are read when their collision shapes are created, all inside _build.
+        mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-pb-"))
         try:
-            return self._build(c, m, client, profile)
+            return self._build(c, m, client, profile, mesh_dir)
         except Exception:
             pybullet.disconnect(client)
             raise
+        finally:
+            shutil.rmtree(mesh_dir, ignore_errors=True)
 
-    def _build(self, c: CanonicalModel, m, client: int, profile: EngineProfile) -> PyBulletModel:
+    def _build(self, c: CanonicalModel, m, client: int, profile: EngineProfile, mesh_dir: Path) -> PyBulletModel:
         s = profile.settings
         pb = dict(physicsClientId=client)
         pybullet.setGravity(*c.gravity, **pb)
@@ -125,7 +130,6 @@ class EnginePyBullet(EngineBase):
             deterministicOverlappingPairs=1,
             **pb,
         )
-        mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-pb-"))
         floor_friction = 1.0
         # World geoms (floor, terrain) become one static body; friction 1 there, see _link_friction.
         world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
