@@ -229,7 +229,7 @@ class EnginePyBullet(EngineBase):
         # solved implicitly by Bullet's constraint solver (crosssim's torques act on top).
         # Damping, armature and dry friction from ``m``: a variant may scale them (crosssim.variant).
         dofs = c.joint_dofadr
-        friction = m.dof_frictionloss[dofs].copy() if s.get("frictionloss", "emulate") == "emulate" else np.zeros(len(jl))
+        friction = m.dof_frictionloss[dofs].copy()  # always emulated (docs/engines.md): no setting turns it off
         pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,
                                            targetVelocities=[0.0] * len(jl), forces=list(map(float, friction)), **pb)
         # MuJoCo's joint limits become PyBullet's (hard limits; MuJoCo's are soft constraints).
