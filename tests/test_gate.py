@@ -80,6 +80,15 @@ def test_summary_leads_with_the_decisive_reason():
     assert checks[0].startswith("| regression"), checks
 
 
+def test_the_base_branch_names_the_gated_engine():
+    """A PR that rewrites trained_in to the engine where its weaker policy still looks fine is
+    gated on the base card's reference engine: mujoco lost half its return."""
+    pr = dataclasses.replace(_summary(ref_return=500.0, other_drop=-1.0), reference_engine="pybullet")
+    assert decide(pr, CFG).status == PASS  # alone, the PR's own reference (pybullet, 1,000) looks fine
+    d = decide(pr, CFG, _summary(ref_return=1000.0, other_drop=0.0))
+    assert d.status == FAIL and d.reason.name == "regression vs baseline" and d.reason.engine == "mujoco"
+
+
 def test_numbers_for_people():
     from crosssim.gate import number
 

@@ -148,6 +148,10 @@ def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None 
     other way round) and returned most severe first."""
     checks: list[Check] = []
     ref = summary.reference_engine
+    if baseline is not None and baseline.reference_engine in summary.engines:
+        # The base branch's card names the engine that is gated: a pull request that rewrote
+        # trained_in/validated_in would otherwise pick the engine where its weaker policy looks fine.
+        ref = baseline.reference_engine
     engines = summary.engines
     mine = engines[ref]
     ref_return = mine.mean_return

@@ -20,6 +20,7 @@ _FILE_ATTRS = {
     "hfield": ("file",),
     "skin": ("file",),
     "model": ("file",),
+    "flexcomp": ("file",),
     "texture": ("file", "fileright", "fileleft", "fileup", "filedown", "filefront", "fileback"),
 }
 _MAX_FILES = 10_000
