@@ -68,9 +68,9 @@ def changed_policies(base: str, *, root: Path | None = None, under: str = "polic
     """Cards under ``under`` whose folder has a file changed between ``base`` and the work tree,
     plus cards elsewhere under ``under`` that read a changed file (shared weights or robots).
 
-    Fails closed: a git failure, a changed card that does not parse, or a card that does not
-    parse while changed files belong to no card folder raises CrossSimError (one line). A deleted
-    policy (its card gone) is not listed.
+    Fails closed: a git failure, a changed card that does not parse, a card that does not parse
+    while changed files belong to no card folder, or a changed file no card owns or reads raises
+    CrossSimError (one line). A deleted policy (its card gone) is not listed.
     """
     root = (root or repo_root()).resolve()
     top = (root / under).resolve()
@@ -86,6 +86,10 @@ def changed_policies(base: str, *, root: Path | None = None, under: str = "polic
         if path.is_file() and _looks_like_card(path):
             cards.add(path)
             continue
+        sibling = path.with_suffix(".yaml")  # find_card's layout: policies/ant/ant.onnx + ant.yaml
+        if path.suffix not in (".yaml", ".yml") and sibling.is_file() and _looks_like_card(sibling):
+            cards.add(sibling)
+            continue
         folder = path.parent
         while folder.is_relative_to(top):
             found = [folder / n for n in CARD_NAMES if (folder / n).is_file()]
@@ -98,17 +102,27 @@ def changed_policies(base: str, *, root: Path | None = None, under: str = "polic
     for card in cards:
         load_card(card)  # CardError (one line naming the file and field) fails the detection
     if orphans:
-        for card in sorted(p for n in CARD_NAMES for p in top.rglob(n)):
-            if card in cards:
-                continue
-            from crosssim.runner.inputs import card_files
+        from crosssim.runner.inputs import card_files
 
+        # Every card, whatever its name (find_card accepts ant.yaml beside ant.onnx).
+        candidates = sorted(p for p in top.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        read = set()
+        for card in candidates:
+            if not _looks_like_card(card):
+                continue
             try:
                 parsed = load_card(card)
             except CrossSimError as exc:
                 raise CrossSimError(f"cannot tell whether {printable(str(card))} reads a changed file: {exc}") from None
-            if card_files(parsed) & orphans:
+            files = card_files(parsed)
+            read |= files & orphans
+            if files & orphans:
                 cards.add(card)
+        stray = sorted(orphans - read)
+        if stray:  # fail closed: a policy file the gate cannot tie to a card would go ungated
+            raise CrossSimError(f"{printable(str(stray[0]))}: changed file under {printable(under)}/ belongs to no "
+                                "policy card (no card in its folder, beside it, or reading it); add a card or move "
+                                "the file out of the policies folder")
     return sorted(cards)
 
 

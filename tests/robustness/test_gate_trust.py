@@ -349,6 +349,25 @@ def test_shared_file_change_gates_the_cards_reading_it(tmp_path, good_policy):
     assert proc.stdout.splitlines() == [str(repo / "policies" / "a" / "card.yaml")]
 
 
+def test_card_named_after_its_weights_is_gated_and_stray_files_fail(tmp_path, good_policy):
+    """``policies/ant/ant.pt`` + ``ant.yaml`` (a layout find_card accepts): changing only the
+    weights gates that card; a changed file no card owns or reads fails the detection."""
+    repo = _repo(tmp_path, good_policy)
+    _policy(repo / "policies" / "ant", good_policy, policy={"file": "ant.pt", "format": "torchscript"})
+    (repo / "policies" / "ant" / "policy.pt").rename(repo / "policies" / "ant" / "ant.pt")
+    (repo / "policies" / "ant" / "card.yaml").rename(repo / "policies" / "ant" / "ant.yaml")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "base")
+    (repo / "policies" / "ant" / "ant.pt").write_bytes(b"changed")
+    proc = cli("changed-policies", "--base", "main", cwd=repo, env=_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [str(repo / "policies" / "ant" / "ant.yaml")]
+    (repo / "policies" / "loose").mkdir()
+    (repo / "policies" / "loose" / "weights.pt").write_bytes(b"ungated")
+    assert_one_line_error(cli("changed-policies", "--base", "main", cwd=repo, env=_env(tmp_path)),
+                          "loose/weights.pt", "belongs to no policy card")
+
+
 def _workflow_script() -> str:
     steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]["steps"]
     return next(s for s in steps if s.get("name") == "Gate every changed policy")["run"]
