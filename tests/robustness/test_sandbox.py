@@ -324,12 +324,14 @@ attempt("fork", lambda: os.fork() or os._exit(0))
 attempt("exec", lambda: os.execv("/bin/true", ["true"]))
 attempt("chmod", lambda: os.chmod({str(victim)!r}, 0o777))
 attempt("kill", lambda: os.kill(1, 0))
+attempt("pidfd_open", lambda: os.pidfd_open(1))
+attempt("memfd_create", lambda: os.memfd_create("x"))
 """
     before = snapshot(tmp_path)
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 8 and all(" denied " in line for line in lines), proc.stdout
+    assert len(lines) == 10 and all(" denied " in line for line in lines), proc.stdout
     assert snapshot(tmp_path) == before
 
 
@@ -476,3 +478,48 @@ def test_policy_spinning_past_its_cpu_limit_is_killed(tmp_path, monkeypatch):
     with pytest.raises(PolicyLoadError, match="the policy process has stopped"):
         policy.act(__import__("numpy").ones(11))
     assert snapshot(tmp_path) == before
+
+
+def test_sandbox_child_gets_no_secrets_and_no_checkout_on_its_path(tmp_path, monkeypatch):
+    """The child's environment holds no token of the parent, and the folder crosssim runs in (a
+    checkout that may hold a torch.py) is not on its PYTHONPATH; crosssim's own folder is."""
+    import crosssim
+    from crosssim.policies.sandbox import _child_env
+
+    monkeypatch.setenv("GITHUB_TOKEN", "secret")
+    monkeypatch.setenv("CROSSSIM_POLICY_CPU_S", "7")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])
+    env = _child_env()
+    assert "GITHUB_TOKEN" not in env and "secret" not in env.values()
+    assert env["CROSSSIM_POLICY_CPU_S"] == "7" and env["PYTHONSAFEPATH"] == "1"
+    path = env["PYTHONPATH"].split(os.pathsep)
+    assert str(tmp_path) not in path and "" not in path
+    assert str(Path(crosssim.__file__).resolve().parent.parent) in [str(Path(p).resolve()) for p in path]
+
+
+MALFORMED = {  # replies a compromised policy process could write instead of its answer
+    "huge frame": b"\xff\xff\xff\x7fJ",
+    "json list": b"\x03\x00\x00\x00J[]",
+    "bad json": b"\x03\x00\x00\x00J{x",
+    "deep json": len(b"J" + b"[" * 60000).to_bytes(4, "little") + b"J" + b"[" * 60000,
+    "unknown kind": b"\x03\x00\x00\x00Z{}",
+}
+
+
+@pytest.mark.parametrize("reply", MALFORMED.values(), ids=MALFORMED.keys())
+def test_malformed_reply_from_the_policy_process_is_one_line(tmp_path, reply):
+    import weakref
+
+    from crosssim.errors import PolicyLoadError
+    from crosssim.policies import sandbox
+
+    policy = sandbox.SandboxedPolicy.__new__(sandbox.SandboxedPolicy)
+    policy.path, policy.limits, policy.action_size = tmp_path / "policy.pt", {"timeout": 30.0, "cpu_s": 60}, 0
+    writer = f"import sys, time; sys.stdout.buffer.write({reply!r}); sys.stdout.flush(); time.sleep(30)"
+    policy.proc = subprocess.Popen([sys.executable, "-c", writer], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    policy._finalizer = weakref.finalize(policy, sandbox._stop, policy.proc)
+    with pytest.raises(PolicyLoadError) as err:
+        policy._call(None)
+    assert str(err.value) == f"{tmp_path / 'policy.pt'}: policy process sent a malformed reply"
+    assert policy.proc.poll() is not None

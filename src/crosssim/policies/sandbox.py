@@ -39,6 +39,7 @@ import numpy as np
 
 from crosssim.errors import PolicyLoadError
 from crosssim.policies.base import Policy
+from crosssim.text import printable
 
 MEMORY_MB = 4096
 """Default address-space limit of one policy process [MiB] (torch and onnxruntime take ~700)."""
@@ -121,7 +122,8 @@ def open_policy(fmt: str, path: Path, *, obs_size: int, trust: bool, output: str
                               f"here: {reason}; pass --trust-policy-code only for a file you trust")
     if reason not in _warned:
         _warned.add(reason)
-        print(f"crosssim: warning: policy sandbox unavailable ({reason}); running {path} in-process", file=sys.stderr)
+        print(f"crosssim: warning: policy sandbox unavailable ({reason}); running {printable(str(path))} in-process",
+              file=sys.stderr)
     return _local(fmt, path, obs_size=obs_size, output=output, check=True)
 
 
@@ -149,6 +151,8 @@ def _array_frame(a: np.ndarray) -> bytes:
 
 def _parse_array(payload: bytes) -> np.ndarray:
     rows, cols = struct.unpack_from("<II", payload)
+    if len(payload) != 8 + max(rows, 1) * cols * 8:
+        raise ValueError("array frame of the wrong length")
     a = np.frombuffer(payload, dtype=np.float64, offset=8)
     return a.reshape(rows, cols) if rows else a.reshape(cols)
 
@@ -175,15 +179,39 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
     return b"".join(chunks)
 
 
-def _read_frame(fd: int, deadline: float | None = None) -> tuple[bytes, bytes] | None:
+def _read_frame(fd: int, deadline: float | None = None, limit: int | None = None) -> tuple[bytes, bytes] | None:
+    """One frame; ValueError when its length is over ``limit`` (nothing of it is read then)."""
     head = _read_exact(fd, 4, deadline)
     if head is None:
         return None
-    body = _read_exact(fd, struct.unpack("<I", head)[0], deadline)
+    size = struct.unpack("<I", head)[0]
+    if limit is not None and size > limit:
+        raise ValueError(f"frame of {size} bytes")
+    body = _read_exact(fd, size, deadline)
     return None if body is None else (body[:1], body[1:])
 
 
 # -- the parent's side ------------------------------------------------------------------------------
+
+JSON_REPLY_LIMIT = 64 << 10
+"""Largest reply frame the parent reads that is not an action array [bytes]."""
+_ENV_KEPT = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "LD_LIBRARY_PATH")
+
+
+def _child_env() -> dict[str, str]:
+    """The child's environment: no tokens or other secrets of the parent, and a PYTHONPATH
+    without the folder crosssim runs in (a checkout under review), unless crosssim itself is
+    imported from there (a development run)."""
+    import crosssim
+
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith(("LC_", "CROSSSIM_"))}
+    here = Path.cwd().resolve()
+    own = Path(crosssim.__file__).resolve().parent.parent
+    keep = [p for p in sys.path if p and (Path(p).resolve() != here or Path(p).resolve() == own)]
+    # PYTHONSAFEPATH: the child's own working folder never comes first on sys.path either.
+    env.update(OMP_NUM_THREADS="1", PYTHONSAFEPATH="1", PYTHONPATH=os.pathsep.join(keep))
+    return env
+
 
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
@@ -199,9 +227,8 @@ class SandboxedPolicy(Policy):
 
     def __init__(self, fmt: str, path: Path, *, obs_size: int, output: str | None = None):
         self.path, self.limits = Path(path), _limits()
-        # PYTHONSAFEPATH: the folder crosssim runs in (a checkout under review) never comes first on sys.path.
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONSAFEPATH": "1",
-               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.action_size = 0
+        env = _child_env()
         debug = os.environ.get("CROSSSIM_SANDBOX_DEBUG") == "1"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "crosssim.policies.sandbox"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -211,21 +238,30 @@ class SandboxedPolicy(Policy):
         _write_all(self.proc.stdin.fileno(), _frame(b"J", json.dumps(request).encode()))
         self._call(None, timeout=STARTUP_TIMEOUT)  # imported and locked down
         info = self._call(None)  # loaded, zero-input forward done: this one is timed like a forward
-        self.obs_size, self.action_size = info["obs_size"], info["action_size"]
-        self.batchable = bool(info["batchable"])
+        sizes = (info.get("obs_size"), info.get("action_size"))
+        if not all(type(n) is int and 0 < n <= 1 << 16 for n in sizes):
+            self.close()
+            raise PolicyLoadError(f"{self.path}: policy process sent a malformed reply")
+        self.obs_size, self.action_size = sizes
+        self.batchable = bool(info.get("batchable"))
 
-    def _call(self, request: bytes | None, timeout: float | None = None):
+    def _call(self, request: bytes | None, timeout: float | None = None, rows: int = 0):
+        """The child's reply to ``request``: an array (at most ``rows`` x action_size) or a JSON object."""
+        limit = max(JSON_REPLY_LIMIT, 9 + 8 * max(rows, 1) * self.action_size)
         timeout = self.limits["timeout"] if timeout is None else timeout
         if self._finalizer.alive is False:
             raise PolicyLoadError(f"{self.path}: the policy process has stopped")
         try:
             if request is not None:
                 _write_all(self.proc.stdin.fileno(), request)
-            reply = _read_frame(self.proc.stdout.fileno(), time.monotonic() + timeout)
+            reply = _read_frame(self.proc.stdout.fileno(), time.monotonic() + timeout, limit)
         except TimeoutError:
             self.close()
             raise PolicyLoadError(f"{self.path}: the policy did not answer within {timeout:.0f} s "
                                   "(hung?); its process was killed") from None
+        except ValueError:
+            self.close()
+            raise PolicyLoadError(f"{self.path}: policy process sent a malformed reply") from None
         except (BrokenPipeError, OSError):
             reply = None
         if reply is None:
@@ -236,11 +272,17 @@ class SandboxedPolicy(Policy):
             self.close()
             raise PolicyLoadError(f"{self.path}: the policy process {self._death()}")
         kind, payload = reply
-        if kind == b"A":
-            return _parse_array(payload)
-        message = json.loads(payload)
+        try:  # the child runs untrusted code: its reply is parsed as hostile input
+            if kind == b"A" and rows:
+                return _parse_array(payload)
+            message = json.loads(payload) if kind == b"J" else None
+            if not isinstance(message, dict) or not isinstance(message.get("error", ""), str):
+                raise ValueError("not a JSON object")
+        except (ValueError, RecursionError, struct.error):
+            self.close()
+            raise PolicyLoadError(f"{self.path}: policy process sent a malformed reply") from None
         if "error" in message:
-            raise PolicyLoadError(message["error"])
+            raise PolicyLoadError(printable(message["error"], limit=1000))
         return message
 
     def _death(self) -> str:
@@ -259,7 +301,8 @@ class SandboxedPolicy(Policy):
         self._call(_frame(b"R"))
 
     def act(self, obs: np.ndarray) -> np.ndarray:
-        return self._call(_array_frame(np.asarray(obs, dtype=np.float64)))
+        obs = np.asarray(obs, dtype=np.float64)
+        return self._call(_array_frame(obs), rows=obs.shape[0] if obs.ndim == 2 else 1)
 
     def close(self) -> None:
         """Stop the child process (also done when the object is collected)."""
@@ -274,7 +317,8 @@ _DENIED = """socket socketpair connect bind listen accept accept4 execve execvea
     kexec_file_load init_module finit_module delete_module open_by_handle_at name_to_handle_at personality
     chmod fchmod fchmodat chown fchown lchown fchownat setxattr lsetxattr fsetxattr removexattr
     lremovexattr fremovexattr utime utimes utimensat futimesat setrlimit mknod mknodat swapon swapoff
-    reboot syslog acct quotactl fanotify_init memfd_secret""".split()
+    reboot syslog acct quotactl fanotify_init memfd_secret tkill rt_sigqueueinfo rt_tgsigqueueinfo
+    pidfd_send_signal pidfd_open pidfd_getfd memfd_create""".split()
 
 
 def _restrict(limits: dict) -> None:
