@@ -201,3 +201,19 @@ def test_cached_row_without_x_velocity_reads_as_nan(tmp_path):
     assert hit is not None
     row = EpisodeRow.from_worker("p", "mujoco", hit)
     assert math.isnan(row.x_velocity) and row.ret == 1.5
+
+
+def test_progress_of_a_resumed_run_never_passes_its_total(tmp_path, monkeypatch):
+    """Cached rows count in both the numerator and the total (not "12/8")."""
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    monkeypatch.setenv("CROSSSIM_CACHE", str(tmp_path / "cache"))
+    card = str(_callable_card(tmp_path, "hang_in_pybullet"))  # zero actions outside PyBullet: rows that cache
+    seen = []
+    for episodes in (1, 2):
+        cfg = CrossvalConfig(policy=card, episodes=episodes, max_steps=5, out=str(tmp_path / f"r{episodes}"),
+                             trust_policy_code=True, engines=("mujoco",), risk=False)
+        crossval(cfg, progress=lambda engine, done, total, payload: seen.append((engine, done, total)))
+    assert any(e == "cache" for e, _, _ in seen), seen
+    rows = [(d, t) for e, d, t in seen if e == "mujoco"]
+    assert rows and all(d <= t for d, t in rows), rows
+    assert rows[-1][0] == rows[-1][1]
