@@ -3,8 +3,9 @@ interpreter (a profile's ``python:``), e.g. Isaac Sim's Python 3.12 with its own
 
 Protocol (docs/engines.md, "Worker protocol"): the parent writes one JSON object, the job
 (``EngineJob`` fields), to the worker's stdin and closes it. The worker writes one JSON object
-per line to stdout: ``{"kind": "audit" | "row" | "error" | "done", "payload": ...}`` — the same
-messages as in-process workers; arrays are lists. Anything else the engine prints goes to stderr.
+per line to stdout: ``{"kind": "audit" | "row" | "progress" | "error" | "done", "payload": ...}`` — the
+same messages as in-process workers (``done``'s payload is ``{"max_rss_mb": float}``, ``progress``'s
+a control step); arrays are lists. Anything else the engine prints goes to stderr.
 The worker interpreter needs crosssim importable (``pip install crosssim`` there) and its engine.
 """
 

@@ -6,8 +6,10 @@ episode to the parent. The parent keeps every row it has received; if the worker
 recorded as failed with the reason, and the other columns go on.
 
 Protocol (parent <- worker, over a multiprocessing queue): ``("row", dict)`` per episode,
-``("audit", list[dict])`` once after loading, ``("error", str)`` when the engine cannot start,
-``("done", None)`` at the end. A profile may set ``python: /path/to/python`` to run its worker
+``("audit", list[dict])`` once after loading, ``("progress", t)`` as a heartbeat (control step
+``t``) while a batch runs in lockstep, ``("error", str)`` when the engine cannot start or fails
+mid-run (the column's remaining episodes then fail with it), ``("done", {"max_rss_mb": float})``
+at the end. A profile may set ``python: /path/to/python`` to run its worker
 under another interpreter (docs/engines.md, "Worker protocol").
 """
 
