@@ -247,3 +247,18 @@ def test_no_temporary_mesh_folder_outlives_the_model(name, harness, tmp_path, mo
         pytest.skip(str(exc))
     sim.close()
     assert not list(tmp_path.iterdir()), f"{name} left {list(tmp_path.iterdir())}"
+
+
+@pytest.mark.parametrize("name", ["newton-featherstone", "pybullet"])
+def test_stepping_a_closed_model_is_an_engine_failure(name, harness):
+    from crosssim.errors import EngineFailure
+
+    try:
+        sim = open_engine(load_profile(name), harness.scene)
+    except EngineUnavailable as exc:
+        pytest.skip(str(exc))
+    engine, model = sim.engine, sim.model
+    state = engine.reset(model, _initial(harness, 0))
+    sim.close()
+    with pytest.raises(EngineFailure, match="closed"):
+        engine.step(model, state, np.zeros(harness.canonical.joint_count))

@@ -91,7 +91,13 @@ class EngineNewton(EngineBase):
         return build_model(compiled, profile)
 
     def reset(self, model: NewtonModel, initial: InitialState) -> NewtonState:
+        self._open(model)
         return self._put(model, NewtonState(model), initial)
+
+    @staticmethod
+    def _open(model: NewtonModel) -> None:
+        if model.solver is None:  # close() dropped it: one clear line, not an AttributeError on None
+            raise EngineFailure("newton: this model was closed")
 
     def reset_into(self, model: NewtonModel, state: NewtonState, initial: InitialState) -> NewtonState:
         self._check(model, state)
@@ -141,6 +147,7 @@ class EngineNewton(EngineBase):
         model.loaded = weakref.ref(state)
 
     def step(self, model: NewtonModel, state: NewtonState, torques: np.ndarray, n_substeps: int = 1) -> None:
+        self._open(model)
         self._load(model, state)
         torques = np.asarray(torques, dtype=float)
         state.torques = torques.copy()
