@@ -220,12 +220,13 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
 
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile
+        total = len(job.units()) + len(job.skip)  # got.rows[e] holds the cached rows too
         if kind == "row":
             if plan.cache:
                 plan.cache.put(plan.cache_key(e, payload["condition"], payload["seed"]), payload)
             got.add(name, e, payload)
             if progress:
-                progress(e, len(got.rows[e]), len(job.units()), payload)
+                progress(e, len(got.rows[e]), total, payload)
         elif kind == "audit":
             got.audits[e] = payload
         elif kind == "done" and payload:
@@ -233,7 +234,7 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
         elif kind in ("error", "lost"):
             got.fail_rest(name, job, payload)
             if progress:
-                progress(e, len(got.rows[e]), len(job.units()), {"failure": payload})
+                progress(e, len(got.rows[e]), total, {"failure": payload})
 
     if config.executor == "ray":
         from crosssim.runner.ray_executor import run_jobs_ray
