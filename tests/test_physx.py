@@ -156,3 +156,11 @@ def test_physx_is_listed_by_crosssim_engines():
 
     status = {name: (ok, detail) for name, ok, detail in engine_statuses()}
     assert status["physx"][0], status["physx"]
+
+
+def test_audit_gravity_is_this_models_not_the_last_loaded():
+    """SAPIEN's scene config is process-global: a later model with other gravity must not change this audit."""
+    engine, model = _load(PENDULUM)
+    _load(PENDULUM, mj=lambda m: m.opt.gravity.__setitem__(2, -3.0))
+    row = next(r for r in engine.audit(model) if r.quantity == "gravity_z")
+    assert row.engine == pytest.approx(model.mj.opt.gravity[2], abs=1e-5) and row.status == "ok", row

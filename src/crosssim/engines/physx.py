@@ -32,7 +32,7 @@ import numpy as np
 
 with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU system never uses it
     warnings.simplefilter("ignore", UserWarning)
-    import sapien.physx as px
+    import sapien.physx  # noqa: F401  (imported first here, under the filter; physx_build uses it)
 
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
 from crosssim.engines.mujoco import audit_rows
@@ -200,8 +200,8 @@ class EnginePhysX(EngineBase):
             "actuator_gear": "crosssim applies gear x ctrl itself",
         }
         rows = audit_rows(c, got, notes)
-        rows.append(AuditRow("gravity_z", "model", float(c.gravity[2]), float(px.get_scene_config().gravity[2]),
-                             1e-5, "scene gravity (float32 in PhysX)"))
+        rows.append(AuditRow("gravity_z", "model", float(c.gravity[2]), float(model.world.system.config.gravity[2]),
+                             1e-5, "this model's scene gravity (float32 in PhysX)"))
         return rows
 
     def close(self, model: PhysXModel) -> None:
@@ -232,7 +232,8 @@ def _contact_wrench(model: PhysXModel, world: PhysXWorld) -> np.ndarray:
         pose = link.get_entity_pose()
         coms.append(np.asarray(pose.p, float) + quat_rotate(np.asarray(pose.q, float),
                                                             np.asarray(link.cmass_local_pose.p, float)))
-    com = (c.body_mass[:, None] * np.array(coms)).sum(0) / max(c.body_mass.sum(), 1e-12)
+    mass = np.array([link.get_mass() for link in world.body_links])  # as built: a variant's mass_scale included
+    com = (mass[:, None] * np.array(coms)).sum(0) / max(mass.sum(), 1e-12)
     out = np.zeros((len(c.body_names), 6))
     for contact in world.system.get_contacts():
         for side, sign in ((0, 1.0), (1, -1.0)):  # the impulse acts on body 0; body 1 gets the opposite
