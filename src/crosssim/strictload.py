@@ -118,7 +118,12 @@ def load_yaml(path: Path, *, what: str = "card"):
 
 def load_json(path: Path, *, what: str = "statistics file"):
     """The JSON document in ``path``, with duplicate keys, NaN/Infinity literals and deep nesting refused."""
-    data = _read(path, MAX_JSON_BYTES, what)
+    return parse_json(_read(path, MAX_JSON_BYTES, what), path, what=what)
+
+
+def parse_json(data: bytes, path, *, what: str, constants: bool = False):
+    """``data`` read like load_json reads a file (errors name ``path``); ``constants`` lets
+    NaN/Infinity through (a writer such as SB3 may store them in fields crosssim never reads)."""
 
     def pairs(items):
         out = {}
@@ -138,7 +143,8 @@ def load_json(path: Path, *, what: str = "statistics file"):
         return int(text)
 
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant, parse_int=integer)
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_int=integer,
+                         parse_constant=float if constants else constant)
     except UnicodeDecodeError as exc:
         raise CrossSimError(f"{path}: not UTF-8 text (byte {exc.start}); is this the right file?") from None
     except json.JSONDecodeError as exc:

@@ -50,6 +50,14 @@ def _pickle_weights(p: Path):
         zf.writestr("policy.pth", b"\x80\x04\x95" + os.urandom(40))
 
 
+def _sb3_data(data: str):
+    def make(p: Path):
+        with zipfile.ZipFile(p, "w") as zf:
+            zf.writestr("data", data)
+            zf.writestr("policy.pth", b"x")
+    return make
+
+
 POLICY_FILES = [
     ("truncated sb3 zip", "model.zip", "sb3", _truncated_zip, "not a valid zip"),
     ("random bytes as sb3", "model.zip", "sb3", lambda p: p.write_bytes(os.urandom(512)), "not a valid zip"),
@@ -57,6 +65,8 @@ POLICY_FILES = [
     ("zip without policy.pth", "model.zip", "sb3",
      lambda p: zipfile.ZipFile(p, "w").writestr("other.txt", "x"), "no policy.pth inside"),
     ("garbage weights inside the zip", "model.zip", "sb3", _pickle_weights, "not a plain tensor state dict"),
+    ("sb3 data nested too deep", "model.zip", "sb3", _sb3_data("[" * 100_000), "nested too deep"),
+    ("sb3 data a list", "model.zip", "sb3", _sb3_data("[1, 2]"), "holds list, not a JSON object"),
     ("empty torchscript", "policy2.pt", "torchscript", lambda p: p.write_bytes(b""), "not a TorchScript file"),
     ("truncated torchscript", "policy2.pt", "torchscript", None, "not a TorchScript file"),
     ("onnx label on a torchscript file", "policy.pt", "onnx", None, "onnxruntime cannot load it"),

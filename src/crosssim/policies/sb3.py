@@ -10,16 +10,16 @@ mirror SB3 writes next to each pickled field. ``trust=True`` hands the file to S
 from __future__ import annotations
 
 import io
-import json
 import re
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from crosssim.errors import PolicyLoadError
+from crosssim.errors import CrossSimError, PolicyLoadError
 from crosssim.policies.base import Policy
 from crosssim.policies.limits import check_archive, read_member
+from crosssim.strictload import parse_json
 
 ACTIVATIONS = ("ReLU", "Tanh", "ELU", "LeakyReLU", "SiLU", "GELU", "Sigmoid")
 # SB3's default activation per policy family (ActorCriticPolicy: Tanh; SAC/TD3/TQC actors: ReLU).
@@ -38,15 +38,21 @@ def read_zip(path: Path) -> tuple[dict, dict]:
             names = [i.filename for i in check_archive(zf, path)]
             if "policy.pth" not in names:
                 raise PolicyLoadError(f"{path}: not an SB3 model zip (no policy.pth inside; found {names[:5]})")
-            data = json.loads(read_member(zf, "data", path)) if "data" in names else {}
+            data = parse_json(read_member(zf, "data", path), f"{path} (its 'data' member)", what="SB3 data member",
+                              constants=True) if "data" in names else {}
+            if not isinstance(data, dict):
+                raise PolicyLoadError(f"{path}: the zip's 'data' member holds {type(data).__name__}, not a JSON "
+                                      "object; expected an SB3 model .zip")
             raw = read_member(zf, "policy.pth", path)
         if zipfile.is_zipfile(io.BytesIO(raw)):  # torch's own format is a zip too: its members are limited alike
             with zipfile.ZipFile(io.BytesIO(raw)) as inner:
                 check_archive(inner, f"{path} (policy.pth)")
     except zipfile.BadZipFile as exc:
         raise PolicyLoadError(f"{path}: not a valid zip file ({exc}); expected an SB3 model .zip") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PolicyLoadError(f"{path}: the zip's 'data' member is not JSON ({exc})") from None
+    except CrossSimError as exc:  # parse_json's one line (not JSON, duplicate key, nested too deep)
+        if isinstance(exc, PolicyLoadError):
+            raise
+        raise PolicyLoadError(str(exc)) from None
     try:
         state = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except Exception as exc:  # torch raises many types for corrupt or code-carrying files
