@@ -121,9 +121,9 @@ def load_json(path: Path, *, what: str = "statistics file"):
     return parse_json(_read(path, MAX_JSON_BYTES, what), path, what=what)
 
 
-def parse_json(data: bytes, path, *, what: str, constants: bool = False):
-    """``data`` read like load_json reads a file (errors name ``path``); ``constants`` lets
-    NaN/Infinity through (a writer such as SB3 may store them in fields crosssim never reads)."""
+def parse_json(data: bytes, path, *, what: str, foreign: bool = False):
+    """``data`` read like load_json reads a file (errors name ``path``); ``foreign`` lets NaN,
+    Infinity and big integers through (SB3 stores them, e.g. RNG seeds, in fields crosssim never reads)."""
 
     def pairs(items):
         out = {}
@@ -142,9 +142,14 @@ def parse_json(data: bytes, path, *, what: str, constants: bool = False):
                                 f"than {MAX_INT}; is this the right file?")
         return int(text)
 
+    def wide_integer(text):  # a 64-bit seed is fine; int() itself fails past 4,300 digits
+        if len(text) > 40:
+            raise CrossSimError(f"{path}: holds an integer of {len(text)} digits; is this the right file?")
+        return int(text)
+
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_int=integer,
-                         parse_constant=float if constants else constant)
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_int=wide_integer if foreign else integer,
+                         parse_constant=float if foreign else constant)
     except UnicodeDecodeError as exc:
         raise CrossSimError(f"{path}: not UTF-8 text (byte {exc.start}); is this the right file?") from None
     except json.JSONDecodeError as exc:

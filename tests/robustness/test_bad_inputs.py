@@ -67,6 +67,7 @@ POLICY_FILES = [
     ("garbage weights inside the zip", "model.zip", "sb3", _pickle_weights, "not a plain tensor state dict"),
     ("sb3 data nested too deep", "model.zip", "sb3", _sb3_data("[" * 100_000), "nested too deep"),
     ("sb3 data a list", "model.zip", "sb3", _sb3_data("[1, 2]"), "holds list, not a JSON object"),
+    ("sb3 data with a huge integer", "model.zip", "sb3", _sb3_data('{"seed": ' + "9" * 5000 + "}"), "5000 digits"),
     ("empty torchscript", "policy2.pt", "torchscript", lambda p: p.write_bytes(b""), "not a TorchScript file"),
     ("truncated torchscript", "policy2.pt", "torchscript", None, "not a TorchScript file"),
     ("onnx label on a torchscript file", "policy.pt", "onnx", None, "onnxruntime cannot load it"),

@@ -39,7 +39,7 @@ def read_zip(path: Path) -> tuple[dict, dict]:
             if "policy.pth" not in names:
                 raise PolicyLoadError(f"{path}: not an SB3 model zip (no policy.pth inside; found {names[:5]})")
             data = parse_json(read_member(zf, "data", path), f"{path} (its 'data' member)", what="SB3 data member",
-                              constants=True) if "data" in names else {}
+                              foreign=True) if "data" in names else {}
             if not isinstance(data, dict):
                 raise PolicyLoadError(f"{path}: the zip's 'data' member holds {type(data).__name__}, not a JSON "
                                       "object; expected an SB3 model .zip")
