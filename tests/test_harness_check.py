@@ -133,7 +133,7 @@ def test_mismatch_has_no_risk_numbers_anywhere(tmp_path, card, capsys):
     from crosssim.evaluate import crossval
     from crosssim.runner import CrossvalConfig
 
-    path = _card_copy(tmp_path, claimed={"return": 1e6})
+    path = _card_copy(tmp_path, claimed={"x_velocity": 100.0})  # a speed claim holds in capped runs too
     run = crossval(CrossvalConfig(policy=str(path), engines=("mujoco",), episodes=2, max_steps=60,
                                   out=str(tmp_path / "run"), report=True))
     data = json.loads((tmp_path / "run" / "summary.json").read_text())["risk"]
@@ -144,3 +144,15 @@ def test_mismatch_has_no_risk_numbers_anywhere(tmp_path, card, capsys):
     assert "HARNESS MISMATCH" in out and "aggregate" not in out and "predicted drop" not in out
     html = next((tmp_path / "run").glob("*.html")).read_text()
     assert 'id="no-risk"' in html and "every gap at once" not in html
+
+
+def test_a_run_capped_below_the_task_limit_checks_no_return_claim(tmp_path, card):
+    """Claims are about whole episodes: 200 of Hopper's 1000 steps cannot reach a return claimed
+    over 1000, so the claim is not checked (and the check says why) instead of a false mismatch."""
+    card = load_card(_card_copy(tmp_path, claimed={"return": 2871.0}))
+    df = _rows([500.0, 510.0, 490.0])
+    capped = risk_profile(df, card, reference="mujoco", resamples=20, max_steps=200)
+    assert capped.verdict != "harness mismatch", capped.message
+    assert capped.harness_check.status == "skipped" and "stops at 200" in capped.harness_check.message
+    whole = risk_profile(df, card, reference="mujoco", resamples=20)
+    assert whole.verdict == "harness mismatch" and "2,871" in whole.message and "e+0" not in whole.message

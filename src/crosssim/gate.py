@@ -15,7 +15,7 @@ from pathlib import Path
 from crosssim.errors import CrossSimError
 from crosssim.strictload import did_you_mean, finite
 from crosssim.results import RunSummary
-from crosssim.text import markdown_text, printable, xml_text
+from crosssim.text import markdown_text, number, printable, xml_text
 
 EXIT_PASS, EXIT_ERROR, EXIT_FAIL, EXIT_WARN = 0, 1, 2, 3
 PASS, WARN, FAIL, INFO = "PASS", "WARN", "FAIL", "INFO"
@@ -114,20 +114,6 @@ class Decision:
 
 def _finite(x) -> bool:
     return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
-
-
-def number(x: float) -> str:
-    """A number as people write it: 2,870 not 2.87e+03; 0.42; 1.5e-05 only when tiny."""
-    if not _finite(x):
-        return "—"
-    a = abs(x)
-    if a >= 100:
-        return f"{x:,.0f}"
-    if a >= 1:
-        return f"{x:,.1f}"
-    if a >= 0.01 or a == 0:
-        return f"{x:.2f}"
-    return f"{x:.1e}"
 
 
 def _ci(ci) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 
 from crosssim.perturb import FAMILIES
 from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskProfile
+from crosssim.text import number
 
 # Verdict thresholds on the aggregate predicted drop (fraction of the reference return lost).
 LOW, HIGH = 0.15, 0.35
@@ -121,7 +122,7 @@ def task_of(card):
 
 
 def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000, hints=None,
-                 task=None) -> RiskProfile:
+                 task=None, max_steps: int | None = None) -> RiskProfile:
     """Profile from crossval rows (columns engine, condition, episode, return, failure, ...), on the
     card's metric (else the task's primary one). On a harness mismatch it holds no risk numbers."""
     task = task or task_of(card)
@@ -129,7 +130,7 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 10
     thresholds = {"low_below": LOW, "high_from": HIGH, "claim_fraction": CLAIM_FRACTION,
                   "task_success_min": TASK_SUCCESS_MIN}
     check = harness_check(df[(df.engine == reference) & (df.condition == "nominal")], card, reference, hints,
-                          task=task, seed=seed)
+                          task=task, seed=seed, max_steps=max_steps)
     if check.status == "mismatch":  # a risk through a broken harness measures the harness: print none
         return RiskProfile(harness_check=check, components={}, aggregate=None, verdict="harness mismatch",
                            driver=None, message=check.message, reference_engine=reference,
@@ -178,13 +179,16 @@ def claim_met(values, claim: float, *, seed: int = 0) -> tuple[bool, tuple[float
     return bool(hi >= claim - (1.0 - CLAIM_FRACTION) * abs(claim)), (lo, hi)
 
 
-def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed: int = 0) -> HarnessCheck:
+def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed: int = 0,
+                  max_steps: int | None = None) -> HarnessCheck:
     """Does the policy do its task, and reach its card's claims, in the reference engine?
     (rows: nominal, reference engine)
 
     First the task's own success criterion: fewer than TASK_SUCCESS_MIN of the episodes succeeding
     is a mismatch, with or without claims. Then each claim (``return``, ``x_velocity`` [m/s],
-    ``survival``: share of full episodes) must be met in the sense of ``claim_met``.
+    ``survival``: share of full episodes) must be met in the sense of ``claim_met``. Claims are
+    about whole episodes: a run capped below the task's step limit (``max_steps``) checks no
+    return or survival claim, and says so.
     """
     task = task or task_of(card)
     ok = ref_rows[ref_rows.failure.isna()]
@@ -205,6 +209,16 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
                                      f"not do its task (it cannot show a drop). If it works where it was "
                                      f"trained, the card is likely wrong.{hint_text}"))
     claims = dict(card.claimed)
+    capped = max_steps is not None and max_steps < task.max_steps
+    uncheckable = [k for k in ("return", "survival") if capped and k in claims]
+    for key in uncheckable:
+        claims.pop(key)
+    if uncheckable and not claims:
+        return HarnessCheck(status="skipped", reference_return=measured["return"], measured=measured,
+                            message=(f"the policy does its task ({int(success.sum())} of {len(success)} episodes "
+                                     f"succeed); the card's {' and '.join(uncheckable)} claims are for whole "
+                                     f"episodes of {task.max_steps} steps and this run stops at {max_steps}: "
+                                     "claims not checked"))
     if not claims:
         return HarnessCheck(status="skipped", reference_return=measured["return"], measured=measured,
                             message=(f"the policy does its task ({int(success.sum())} of {len(success)} episodes "
@@ -214,8 +228,8 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
     for key, claim in claims.items():
         met, (lo, hi) = claim_met(per_episode[key], claim, seed=seed)
         if not met:
-            short.append(f"{key} {measured[key]:.3g} (95% CI up to {hi:.3g}) is short of "
-                         f"{100 * CLAIM_FRACTION:.0f}% of the claimed {claim:.3g}")
+            short.append(f"{key} {number(measured[key])} (95% CI up to {number(hi)}), short of "
+                         f"{100 * CLAIM_FRACTION:.0f}% of the claimed {number(claim)}")
     if short:
         return HarnessCheck(status="mismatch", measured=measured, claimed=claims, hints=hints,
                             reference_return=measured["return"],
@@ -223,4 +237,4 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
                                      + "; ".join(short) + "." + hint_text))
     return HarnessCheck(status="ok", measured=measured, claimed=claims, reference_return=measured["return"],
                         message="reference engine reaches the card's claims (" + ", ".join(
-                            f"{k} {measured[k]:.3g} vs {v:.3g}" for k, v in claims.items()) + ")")
+                            f"{k} {number(measured[k])} vs {number(v)}" for k, v in claims.items()) + ")")

@@ -7,6 +7,7 @@ XML). ``printable`` makes any string one printable line; the others add each for
 
 from __future__ import annotations
 
+import math
 import re
 
 # C0/C1 controls (newline and tab too: card text is always one line), line/paragraph separators,
@@ -54,3 +55,17 @@ def slug(text: str, limit: int = 80) -> str:
     """A file-name-safe version of ``text`` (no separators, no dot-dot), never empty."""
     out = _UNSAFE_PATH.sub("-", str(text)).strip(".-")[:limit]
     return out or "policy"
+
+
+def number(x: float) -> str:
+    """A number as people write it: 2,870 not 2.87e+03; 0.42; 1.5e-05 only when tiny."""
+    if x is None or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return "—"
+    a = abs(x)
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 1:
+        return f"{x:,.1f}"
+    if a >= 0.01 or a == 0:
+        return f"{x:.2f}"
+    return f"{x:.1e}"

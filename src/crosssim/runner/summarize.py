@@ -57,7 +57,8 @@ def summarize(plan, df, got) -> RunSummary:
             hints = card_hints(plan.harness)
         except Exception as exc:  # hints are advice; never let them cost the run
             hints = [f"(no hints: {type(exc).__name__}: {exc})"]
-        risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task)
+        risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task,
+                            max_steps=config.max_steps)
     return RunSummary(
         crosssim_version=__version__,
         policy=card.name,
