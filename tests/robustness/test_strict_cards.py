@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from test_bad_inputs import ROOT, _case_dir, assert_clean_error, cli
+from conftest import assert_one_line_error
+from test_bad_inputs import ROOT, _case_dir, cli
 
 BASE = {"name": "case", "task": "Hopper", "policy": {"file": "policy.pt", "format": "torchscript"},
         "control_period": 0.008, "trained_in": "mujoco"}
@@ -44,7 +45,7 @@ def refused(folder: Path, card: Path, *needles):
     before, status = _files(folder, run), _git_status()
     proc = cli("crossval", "--policy", card, "--episodes", "1", "--max-steps", "5", "--engines", "mujoco",
                "--out", run)
-    assert_clean_error(proc, *needles)
+    assert_one_line_error(proc, *needles)
     assert proc.stderr.strip().count("\n") <= 1, proc.stderr  # the progress header at most, then the one line
     assert _files(folder, run) == before
     assert not (run / "results.parquet").exists()
@@ -329,7 +330,7 @@ def test_disk_full_keeps_old_results_and_computed_rows(tmp_path, good_policy, ti
             pass
     before = _files(tmp_path, tiny_disk)
     proc = cli(*args, "--seed", "2", "--out", tiny_disk / "run", env=env)
-    assert_clean_error(proc, "results.parquet: cannot write it (", "No space left on device",
+    assert_one_line_error(proc, "results.parquet: cannot write it (", "No space left on device",
                        "unchanged", "Free some space or choose another --out")
     assert {p.name: p.read_bytes() for p in (tiny_disk / "run").iterdir()} == old  # no half file, no temp file
     changed = {p for p, v in _files(tmp_path, tiny_disk).items() if before.get(p) != v}
@@ -377,7 +378,7 @@ def test_bad_gate_config(tmp_path, toml, needles):
     (tmp_path / "crosssim.toml").write_text(f"[gate]\n{toml}\n")
     before = _files(tmp_path, tmp_path / "none")
     proc = cli("gate", "--run", tmp_path, "--config", tmp_path / "crosssim.toml")
-    assert_clean_error(proc, "crosssim.toml", *needles)
+    assert_one_line_error(proc, "crosssim.toml", *needles)
     assert _files(tmp_path, tmp_path / "none") == before
 
 
