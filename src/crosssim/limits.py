@@ -97,28 +97,24 @@ class _Checker:
         candidates = ([self.dirs[kind] / name] if kind else []) + [self.main.parent / name, path.parent / name]
         return next((c for c in candidates if c.exists()), None)
 
-    def _hfield(self, el: ET.Element, path: Path) -> None:
-        rows, cols = _int(el.get("nrow")), _int(el.get("ncol"))
+    def _grid(self, el: ET.Element, path: Path, kind: str, rows: int, cols: int) -> tuple[int, int, str]:
+        """(rows, cols, where) of an hfield or texture: from its image file when it names one
+        (read from the file's header), else from the attributes given."""
         where = f"{path}: {_label(el)}"
-        if el.get("file"):
-            found = self._find(el.get("file"), path, "mesh")
-            dims = _image_dims(found, where) if found is not None else None
-            if dims is not None:
-                rows, cols = dims
-                where = f"{found} ({_label(el)} of {path.name})"
+        found = self._find(el.get("file"), path, kind) if el.get("file") else None
+        dims = _image_dims(found, where) if found is not None else None
+        if dims is None:
+            return rows, cols, where
+        return dims[0], dims[1], f"{found} ({_label(el)} of {path.name})"
+
+    def _hfield(self, el: ET.Element, path: Path) -> None:
+        rows, cols, where = self._grid(el, path, "mesh", _int(el.get("nrow")), _int(el.get("ncol")))
         if rows * cols > MAX_HFIELD_SAMPLES:
             raise ModelTooLarge(f"{where} has {rows} x {cols} = {rows * cols} samples, past crosssim's limit of "
                                 f"{MAX_HFIELD_SAMPLES} (4096 x 4096); downsample it")
 
     def _texture(self, el: ET.Element, path: Path) -> None:
-        width, height = _int(el.get("width")), _int(el.get("height"))
-        where = f"{path}: {_label(el)}"
-        if el.get("file"):
-            found = self._find(el.get("file"), path, "texture")
-            dims = _image_dims(found, where) if found is not None else None
-            if dims is not None:
-                height, width = dims
-                where = f"{found} ({_label(el)} of {path.name})"
+        height, width, where = self._grid(el, path, "texture", _int(el.get("height")), _int(el.get("width")))
         if width * height > MAX_TEXTURE_PIXELS:
             raise ModelTooLarge(f"{where} is {width} x {height} = {width * height} pixels, past crosssim's limit of "
                                 f"{MAX_TEXTURE_PIXELS} (4096 x 4096); make it smaller")
