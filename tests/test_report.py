@@ -29,8 +29,14 @@ def run_dir(tmp_path_factory):
         "name": "hostile-" + HOSTILE, "task": "Hopper", "policy": {"file": "policy.pt", "format": "torchscript"},
         "control_period": 0.008, "trained_in": "mujoco", "claimed": {"return": 1.0}}))
     out = tmp / "run"
-    run = crossval(CrossvalConfig(policy=str(tmp / "card.yaml"), episodes=2, max_steps=60, out=str(out),
-                                  engines=("mujoco", "pybullet")))
+    # Paths as a user types them, relative to where the run starts (the report must not depend on it).
+    cwd = os.getcwd()
+    os.chdir(tmp)
+    try:
+        run = crossval(CrossvalConfig(policy="card.yaml", episodes=2, max_steps=60, out="run",
+                                      engines=("mujoco", "pybullet")))
+    finally:
+        os.chdir(cwd)
     assert run.report, run.report_error
     return out
 
@@ -72,3 +78,23 @@ def test_report_regenerates_from_stored_results(run_dir):
     (run_dir / "report.html").unlink()
     assert main(["report", str(run_dir), "--no-filmstrips"]) == 0
     assert (run_dir / "report.html").stat().st_size > 10_000
+
+
+def _without_timestamp(html: str) -> str:
+    import re
+
+    return re.sub(r"<tr><th>report generated</th><td>[^<]*</td></tr>", "", html)
+
+
+def test_report_same_from_any_folder(run_dir, tmp_path, monkeypatch):
+    """`crosssim report DIR` from the run's own folder and from an unrelated one: the same page
+    (filmstrips and joint plots included, which need the card the run stored relative to itself)."""
+    from crosssim.cli import main
+
+    pages = []
+    for cwd in (run_dir.parent, tmp_path):
+        monkeypatch.chdir(cwd)
+        assert main(["report", str(run_dir)]) == 0
+        pages.append(_without_timestamp((run_dir / "report.html").read_text()))
+    assert 'class="strip"' in pages[1] and "Filmstrips unavailable" not in pages[1]
+    assert pages[0] == pages[1]

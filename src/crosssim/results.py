@@ -193,6 +193,18 @@ class RunSummary:
     """What makes the numbers mean less than they seem (e.g. every episode identical: zero-wide CIs)."""
     real: dict | None = None
     """The REAL section (crosssim.real.compare.real_section) when real logs were given."""
+    card_from_run: str | None = None
+    """The card's path relative to the run folder, so a report regenerated from any working folder
+    finds it (``card`` is as the command line gave it); None in runs written before it existed.
+    Optional in both directions (older readers ignore it), so the schema version stays."""
+
+
+def card_path(folder: Path, summary: RunSummary) -> Path:
+    """Where the run's policy card is, seen from the current folder: beside the run folder when
+    ``card_from_run`` is stored, else ``summary.card`` (as the run's command line gave it)."""
+    if summary.card_from_run is not None:
+        return Path(folder) / summary.card_from_run
+    return Path(summary.card)
 
 
 def to_dict(obj) -> typing.Any:

@@ -24,15 +24,19 @@ def _context(run, *, filmstrips: bool, harness=None) -> dict:
     try:
         if harness is None:  # `crosssim report DIR` on its own: the card beside the stored numbers
             from crosssim.card import load_card
+            from crosssim.results import card_path
             from crosssim.runner.harness import Harness
 
-            harness = Harness.from_card(load_card(s.card))
+            harness = Harness.from_card(load_card(card_path(run.out, s)))
         scene = harness.scene
         c = canonical_model(scene)
         qpos_index = c.joint_qposadr[c.actuator_joint]
         joint_names = [c.joint_names[j] for j in c.actuator_joint[:3]]
-    except Exception:  # the card moved: the report still shows the stored numbers
+        card_error = None
+    except Exception as exc:  # the card moved: the report still shows the stored numbers, and says what is missing
         c, qpos_index, joint_names = None, np.arange(0), []
+        card_error = (f"the policy card could not be loaded ({type(exc).__name__}: {exc}): filmstrips, joint "
+                      "plots and the divergence plot are left out")
     figures = {"returns": plots.return_distributions(run.rows, engines)}
     if len(conditions) > 1:
         figures["sweep"] = plots.sweep_bars(run.rows, engines, conditions)
@@ -51,7 +55,7 @@ def _context(run, *, filmstrips: bool, harness=None) -> dict:
         strips, strip_error = render_filmstrips(scene, run.trajectories)
     audit = {e: [r for r in rows] for e, rows in run.audit.items()}
     return dict(
-        s=s, engines=engines, risk=s.risk, figures=figures, strips=strips, strip_error=strip_error,
+        s=s, engines=engines, risk=s.risk, card_error=card_error, figures=figures, strips=strips, strip_error=strip_error,
         audit=audit, versions=package_versions(), machine=f"{platform.node()} ({platform.machine()}, {platform.system()})",
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         pct=lambda x: "—" if x is None or not np.isfinite(x) else f"{100 * x:.0f} %",

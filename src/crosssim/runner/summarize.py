@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 
 import numpy as np
@@ -75,6 +76,7 @@ def summarize(plan, df, got) -> RunSummary:
         workers=got.resources,
         risk=risk,
         warnings=identical_episodes(nominal[nominal.engine == reference], reference),
+        card_from_run=os.path.relpath(card.path.resolve(), plan.out.resolve()),
     )
 
 
