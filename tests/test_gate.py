@@ -113,6 +113,21 @@ def test_outputs_escape_hostile_text():
     assert "\x1b" not in markdown(s, d)
 
 
+def test_junit_reads_back_as_junit():
+    """Read back by a JUnit reader (junitparser, as CI tools read it): one failed case, the engine's,
+    whose message names the regression; the counts agree with the cases."""
+    from junitparser import Failure, TestSuite
+
+    s = dataclasses.replace(_summary(ref_return=850.0), policy="p\ufffe\ud800")  # a non-character, a lone surrogate
+    text = junit(s, decide(s, CFG, _summary()))
+    suite = TestSuite.fromstring(text.encode())  # bytes: it declares its encoding
+    cases = {c.name: c for c in suite}
+    assert (suite.tests, suite.failures) == (3, 1) and list(cases) == ["mujoco", "pybullet", "run"]
+    (failure,) = cases["mujoco"].result
+    assert isinstance(failure, Failure) and "baseline" in failure.message and "-15.0%" in failure.message
+    assert cases["run"].is_passed and "risk vs baseline" in cases["run"].system_out
+
+
 def test_config_from_toml(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.crosssim.gate]\nmax_risk = 0.7\nwarnings_fail = true\n")
     cfg = GateConfig.load(tmp_path / "pyproject.toml")

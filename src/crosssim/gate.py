@@ -239,21 +239,26 @@ def markdown(summary: RunSummary, decision: Decision) -> str:
 def junit(summary: RunSummary, decision: Decision) -> str:
     """JUnit XML: one test case per policy x engine (engine-level checks), plus run-level checks.
 
-    Built with ElementTree from ``xml_text`` strings: well-formed for any card text."""
-    import xml.etree.ElementTree as ET
+    Written by junitparser (Ant's JUnit schema) from ``xml_text`` strings: well-formed for any card text."""
+    import io
+
+    from junitparser import Failure, TestCase, TestSuite
 
     policy = xml_text(printable(summary.policy))
-    cases = [(e, [c for c in decision.checks if c.engine == e]) for e in summary.engines]
-    cases.append(("run", [c for c in decision.checks if c.engine is None]))
-    failures = sum(1 for _, cs in cases if any(c.status == FAIL for c in cs))
-    suite = ET.Element("testsuite", {"name": f"crosssim gate {policy}", "tests": str(len(cases)),
-                                     "failures": str(failures)})
-    for name, cs in cases:
-        case = ET.SubElement(suite, "testcase", {"classname": policy, "name": xml_text(printable(name))})
+    groups = [(e, [c for c in decision.checks if c.engine == e]) for e in summary.engines]
+    groups.append(("run", [c for c in decision.checks if c.engine is None]))
+    suite = TestSuite(f"crosssim gate {policy}")
+    for name, cs in groups:
+        case = TestCase(xml_text(printable(name)), classname=policy)
         bad = [c for c in cs if c.status == FAIL]
-        if bad:
+        if bad:  # one failure per case: CI tools count failed cases
             msg = xml_text("; ".join(printable(c.message, FULL) for c in bad))
-            ET.SubElement(case, "failure", {"message": msg}).text = msg
-        out = ET.SubElement(case, "system-out")
-        out.text = xml_text("\n".join(f"{c.status} {printable(c.name)}: {printable(c.message, FULL)}" for c in cs))
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+            failure = Failure(msg)
+            failure.text = msg
+            case.result = [failure]
+        case.system_out = xml_text("\n".join(f"{c.status} {printable(c.name)}: {printable(c.message, FULL)}"
+                                              for c in cs))
+        suite.add_testcase(case)
+    out = io.BytesIO()
+    suite.write(out)
+    return out.getvalue().decode("utf-8") + "\n"
