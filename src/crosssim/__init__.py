@@ -8,10 +8,21 @@ from crosssim.errors import CrossSimError, EngineUnavailable, CardError, PolicyL
 
 __version__ = "0.1.0"
 
+
+def make_env(task: str, *, engine: str = "mujoco", **kwargs):
+    """A ``gymnasium.Env`` of ``task`` (``"Hopper"``, ``"Walker2d-v4"``...) in ``engine``, through
+    crosssim's harness (crosssim.gym_env.CrossSimEnv; keyword options go to it). Imports gymnasium
+    and the engine only when called."""
+    from crosssim.gym_env import make_env as _make_env
+
+    return _make_env(task, engine=engine, **kwargs)
+
+
 __all__ = [
     "CrossSimError",
     "EngineUnavailable",
     "CardError",
     "PolicyLoadError",
     "__version__",
+    "make_env",
 ]

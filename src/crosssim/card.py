@@ -290,10 +290,13 @@ def load_card(path: str | Path) -> Card:
     base = where.parent
     name = " ".join(printable(str(_get(raw, "name", str, where, default=base.name))).split()) or printable(base.name)
     task = _get(raw, "task", str, where, required=True)
-    from crosssim.tasks import registered_tasks
+    from crosssim.tasks import registered_tasks, task_class
 
-    if task not in registered_tasks():
-        raise CardError(f"{where}: field 'task' is {task!r}; known tasks: {sorted(registered_tasks())}")
+    try:
+        task_cls = task_class(task)  # a name or name-version (Walker2d-v4)
+    except CrossSimError as exc:
+        detail = f"known tasks: {sorted(registered_tasks())}" if str(exc).startswith("unknown task") else str(exc)
+        raise CardError(f"{where}: field 'task' is {task!r}; {detail}") from None
     pol = _get(raw, "policy", dict, where, required=True)
     _check_keys(pol, "policy", where)
     fmt = _get(pol, "format", str, where, required=True, prefix="policy.")
@@ -334,7 +337,7 @@ def load_card(path: str | Path) -> Card:
     task_options = _get(raw, "task_options", dict, where, default={})
     _get(raw, "training", dict, where)
     metric = _get(raw, "metric", str, where)
-    declared = registered_tasks()[task].metrics
+    declared = task_cls.metrics
     if metric is not None and metric not in declared:
         raise CardError(f"{where}: field 'metric' is {metric!r}; task {task} declares: {', '.join(declared)}")
     return Card(

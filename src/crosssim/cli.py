@@ -318,17 +318,32 @@ def cmd_engines(args) -> int:
 
 
 def cmd_tasks(args) -> int:
+    """One line per task and version: sizes, control period and scene; the default version named."""
+    from crosssim.errors import CrossSimError
     from crosssim.scene import canonical_model, resolve_scene
-    from crosssim.tasks import registered_tasks
+    from crosssim.tasks import describe_task, registered_tasks
 
     for name, cls in sorted(registered_tasks().items()):
-        task = cls()
-        if not task.scene:  # the robot comes from the card (Locomotion): sizes depend on it
-            print(f"{name:<14} obs, act and control from the card's robot and observation terms")
-            continue
-        c = canonical_model(resolve_scene(task.scene))
-        print(f"{name:<14} obs {task.observation_size(c):>4}  act {task.action_size(c):>3}  "
-              f"control {task.frame_skip * c.timestep * 1000:.0f} ms  scene {task.scene}")
+        versions = list(getattr(cls, "versions", {})) or [None]
+        default = getattr(cls, "default_version", None)
+        for version in versions:
+            try:
+                task = cls() if version is None else cls(version=version)
+                label = describe_task(task)
+                if version is not None and version == default:
+                    label += f" ({name})"  # what a card that names no version runs
+                if not task.scene:  # the robot comes from the card (Locomotion): sizes depend on it
+                    print(f"{label:<30} obs, act and control from the card's robot and observation terms")
+                    continue
+                c = canonical_model(resolve_scene(task.scene))
+                options = getattr(task, "options_note", "")
+                print(f"{label:<30} obs {task.observation_size(c):>4}  act {task.action_size(c):>3}  "
+                      f"control {task.frame_skip * c.timestep * 1000:>2.0f} ms  scene {task.scene}"
+                      + (f"  ({options})" if options else ""))
+            except (CrossSimError, TypeError) as exc:  # a plugin's task that cannot be built says why, once
+                print(f"{name:<30} cannot be listed: {exc}")
+    print("A task named without a version runs the one marked with its name; choose another with "
+          "task: <Task>-v4 (or task_options.version).")
     return EXIT_OK
 
 

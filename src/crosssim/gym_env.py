@@ -24,6 +24,7 @@ class CrossSimEnv(gym.Env):
     """One task in one engine through crosssim's harness (motor actuation, gymnasium semantics).
 
     ``reset(seed=s)`` gives the same initial state as gymnasium's own env with the same seed.
+    ``task`` may name a version (``"Walker2d-v4"``); ``task_options`` are a card's ``task_options``.
     ``perturbations`` (domain randomisation) draws a Perturbation at every reset; model-level
     parts (mass, friction) rebuild the engine model, so keep them coarse.
     """
@@ -32,8 +33,8 @@ class CrossSimEnv(gym.Env):
     MAX_MODELS = 32
 
     def __init__(self, task: str = "Hopper", engine: str = "mujoco", *, max_steps: int | None = None,
-                 perturbations: PerturbationSampler | None = None):
-        self.harness = Harness.for_task(task)
+                 perturbations: PerturbationSampler | None = None, task_options: dict | None = None):
+        self.harness = Harness.for_task(task, task_options)
         self.canonical = self.harness.canonical
         self.profile = load_profile(engine)
         self.sampler = perturbations

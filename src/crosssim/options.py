@@ -136,10 +136,10 @@ def engine_names(text: str) -> tuple[str, ...]:
 def task_name(text: str) -> str:
     """A registered task (built-in or plugin)."""
     from crosssim.errors import CrossSimError
-    from crosssim.tasks import TASKS
+    from crosssim.tasks import task_class
 
     try:
-        TASKS.load(text)
+        task_class(text)
     except CrossSimError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text

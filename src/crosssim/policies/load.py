@@ -66,6 +66,23 @@ def load_callable(card: Card, *, obs_size: int, action_size: int, trust: bool) -
     return CallablePolicy(fn, obs_size, action_size)
 
 
+def _other_version(card: Card, loader, action_size: int, trust: bool, obs_size: int) -> str:
+    """When the policy loads at an observation size another version of the card's task has, the
+    sentence naming that version ("" if none fits or the card builds its own observation)."""
+    from crosssim.tasks import version_hint, version_sizes
+
+    if card.observation.terms:
+        return ""
+    fits = set()
+    for size in version_sizes(card.task) - {obs_size}:
+        try:
+            loader(card, obs_size=size, action_size=action_size, trust=trust)
+        except CrossSimError:
+            continue
+        fits.add(size)
+    return version_hint(card.task, fits)
+
+
 def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = False) -> Policy:
     """Load the card's policy and check it fits the task's observation and action sizes.
 
@@ -77,15 +94,24 @@ def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = Fa
         loader = LOADERS.load(card.policy_format)
     except CrossSimError as exc:
         raise PolicyLoadError(f"{card.path}: {exc}") from None
-    policy = loader(card, obs_size=obs_size, action_size=action_size, trust=trust)
+    try:
+        policy = loader(card, obs_size=obs_size, action_size=action_size, trust=trust)
+    except PolicyLoadError as exc:  # a loader that checks the size itself (TorchScript, ONNX)
+        hint = _other_version(card, loader, action_size, trust, obs_size)
+        if hint:
+            raise PolicyLoadError(f"{exc}{hint}") from None
+        raise
     if not isinstance(policy, Policy):
         raise PolicyLoadError(f"{card.path}: the {card.policy_format!r} loader returned a {type(policy).__name__}, "
                               "not a Policy (subclass crosssim.policies.Policy: reset(), act(obs), "
                               "obs_size, action_size, batchable)")
     if policy.obs_size is not None and policy.obs_size != obs_size:
+        from crosssim.tasks import version_hint
+
+        hint = "" if card.observation.terms else version_hint(card.task, {policy.obs_size})
         raise PolicyLoadError(
             f"{path}: the policy takes {policy.obs_size} observation values but task {card.task} produces "
-            f"{obs_size} (card {card.path}); check the card's 'task' and observation fields")
+            f"{obs_size} (card {card.path}); check the card's 'task' and observation fields{hint}")
     if policy.action_size is not None and policy.action_size != action_size:
         raise PolicyLoadError(
             f"{path}: the policy outputs {policy.action_size} actions but task {card.task} has "

@@ -146,11 +146,12 @@ class Harness:
         return h
 
     @classmethod
-    def for_task(cls, name: str) -> "Harness":
-        """A harness for a task with no card: the task's scene and gymnasium's motors."""
+    def for_task(cls, name: str, options: dict | None = None) -> "Harness":
+        """A harness for a task with no card: the task's scene and gymnasium's motors. ``options``:
+        the task's options, as a card's ``task_options`` (``{"version": "v4"}``)."""
         from crosssim.tasks import make_task
 
-        task = make_task(name)
+        task = make_task(name, **(options or {}))
         scene = resolve_scene(task.scene)
         c = canonical_model(scene)
         return cls(None, task, scene, c, Actuation.motors(c), c.actuator_joint.copy())

@@ -38,6 +38,7 @@ def summarize(plan, df, got) -> RunSummary:
     DataFrame, and what the engines sent back (crossval.Collected)."""
     from crosssim import __version__
     from crosssim.runner.cache import path_digest
+    from crosssim.tasks import describe_task
 
     config, card = plan.config, plan.card
     nominal = df[df.condition == "nominal"]
@@ -60,13 +61,15 @@ def summarize(plan, df, got) -> RunSummary:
             hints = [f"(no hints: {type(exc).__name__}: {exc})"]
         risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task,
                             max_steps=config.max_steps)
+    note = getattr(plan.harness.task, "version_note", None)  # a default version is said, never silent
+    version_notes = [note] if note else []
     return RunSummary(
         crosssim_version=__version__,
         policy=card.name,
         card=str(card.path),
         policy_file=str(card.policy_file),
         policy_sha256=path_digest(card.policy_file) if card.policy_file.exists() else None,
-        task=card.task,
+        task=describe_task(plan.harness.task),
         reference_engine=reference,
         seed=config.seed,
         episodes=config.episodes,
@@ -75,7 +78,7 @@ def summarize(plan, df, got) -> RunSummary:
         created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         workers=got.resources,
         risk=risk,
-        warnings=identical_episodes(nominal[nominal.engine == reference], reference),
+        warnings=identical_episodes(nominal[nominal.engine == reference], reference) + version_notes,
         card_from_run=os.path.relpath(card.path.resolve(), plan.out.resolve()),
     )
 

@@ -1,9 +1,11 @@
-"""Gymnasium's MuJoCo locomotion tasks (v5 semantics), computed from SimFrames only.
+"""Gymnasium's MuJoCo locomotion tasks at version v4 or v5, computed from SimFrames only.
 
-Observation, reward terms, termination and reset noise follow gymnasium 1.x ``Hopper-v5``,
-``Walker2d-v5``, ``HalfCheetah-v5`` and ``Ant-v5`` with default arguments, so policies trained
-there (and in the mujoco-py ``-v3`` versions, same layouts) run unchanged. The equivalence is a
-test (tests/test_gym_equivalence.py), not a claim.
+Observation, reward terms, termination and reset noise follow gymnasium 1.x ``Hopper``,
+``Walker2d``, ``HalfCheetah`` and ``Ant`` ``-v4`` and ``-v5`` with default arguments (v5 unless
+the card chooses; crosssim.tasks.gym_base), so policies trained there run unchanged. What differs
+between versions: Walker2d's model (v4 and the mujoco-py v3: right foot friction 0.9; v5: 1.9) and
+Ant's observation (v4: 27 values, or 111 with ``contact_forces: on`` or ``zeroed``; v5: 105).
+The equivalence is a test (tests/test_gym_equivalence.py), not a claim.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import numpy as np
 
 from crosssim.frame import SimFrame
 from crosssim.scene import CanonicalModel
-from crosssim.tasks.base import ResetNoise, StepResult, Task
+from crosssim.errors import CardError
+from crosssim.tasks.base import ResetNoise, StepResult
+from crosssim.tasks.gym_base import GymTask
 
 
-class PlanarLocomotion(Task):
+class PlanarLocomotion(GymTask):
     """Hopper, Walker2d, HalfCheetah: root joints rootx, rootz, rooty; run forward along x."""
 
     forward_weight = 1.0
@@ -61,7 +65,8 @@ class PlanarLocomotion(Task):
         terminated = False
         if self.healthy_z is not None:
             healthy = self.healthy(after)
-            terms["survive"] = float(healthy) * self.healthy_reward
+            # v4 pays the healthy reward on the step that ends the episode too; v5 does not.
+            terms["survive"] = float(healthy or self.version == "v4") * self.healthy_reward
             terminated = not healthy
         reward = forward + terms.get("survive", 0.0) - ctrl
         return StepResult(reward, terms, terminated)
@@ -70,6 +75,7 @@ class PlanarLocomotion(Task):
 class Hopper(PlanarLocomotion):
     name = "Hopper"
     scene = "gymnasium:hopper.xml"
+    versions = {"v4": scene, "v5": scene}  # the same model and layout
     frame_skip = 4
     healthy_z = (0.7, float("inf"))
     healthy_angle = (-0.2, 0.2)
@@ -80,6 +86,7 @@ class Hopper(PlanarLocomotion):
 class Walker2d(PlanarLocomotion):
     name = "Walker2d"
     scene = "gymnasium:walker2d_v5.xml"
+    versions = {"v4": "gymnasium:walker2d.xml", "v5": scene}  # right foot friction 0.9 / 1.9
     frame_skip = 4
     healthy_z = (0.8, 2.0)
     healthy_angle = (-1.0, 1.0)
@@ -89,40 +96,81 @@ class Walker2d(PlanarLocomotion):
 class HalfCheetah(PlanarLocomotion):
     name = "HalfCheetah"
     scene = "gymnasium:half_cheetah.xml"
+    versions = {"v4": scene, "v5": scene}
     frame_skip = 5
     ctrl_cost_weight = 0.1
     reset_noise = ResetNoise(0.1, qvel="normal")
 
 
-class Ant(Task):
-    """Ant-v5: free-floating quadruped; the observation includes clipped contact wrenches."""
+CONTACT_FORCES = ("on", "off", "zeroed")
+DEFAULT_CONTACT_FORCES = {"v4": "off", "v5": "on"}
+"""Ant's contact-force block by version, as gymnasium's defaults (v4 ``use_contact_forces=False``)."""
+
+
+class Ant(GymTask):
+    """Ant: free-floating quadruped; its observation may end with clipped contact wrenches.
+
+    ``contact_forces``: ``on`` appends the clipped wrench of every body (v4: 14 bodies, the world's
+    row included, as ``use_contact_forces=True``; v5: 13), ``zeroed`` appends as many zeros (what
+    the mujoco-py ``Ant-v3`` gave its agents: mujoco-py never filled ``cfrc_ext``), ``off`` none.
+    The reward's contact cost follows gymnasium: v5 always charges it; v4 only with ``on``.
+    """
 
     name = "Ant"
     scene = "gymnasium:ant.xml"
+    versions = {"v4": scene, "v5": scene}
+    option_choices = {"contact_forces": CONTACT_FORCES}
     frame_skip = 5
-    needs_contacts = True
     reset_noise = ResetNoise(0.1, qvel="normal")
     ctrl_cost_weight = 0.5
     contact_cost_weight = 5e-4
     healthy_z = (0.2, 1.0)
     success_survival = 0.1  # as PlanarLocomotion
 
+    def __init__(self, *, version: str | int | None = None, contact_forces: str | None = None):
+        super().__init__(version=version)
+        if contact_forces is None:
+            contact_forces = DEFAULT_CONTACT_FORCES[self.version]
+        if contact_forces not in CONTACT_FORCES:
+            raise CardError(f"task_options.contact_forces {contact_forces!r}: one of {', '.join(CONTACT_FORCES)}")
+        self.contact_forces = contact_forces
+        self.contact_cost = self.version != "v4" or contact_forces == "on"
+        self.needs_contacts = contact_forces == "on" or self.contact_cost
+        self.world_row = self.version == "v4"  # v4 observed cfrc_ext[0], the world's (always zero)
+
+    @property
+    def options_note(self) -> str:
+        """The contact-force option in words, for ``crosssim tasks``."""
+        return f"task_options.contact_forces: {self.contact_forces}; on, off or zeroed"
+
+    def contact_rows(self, c) -> int:
+        return 0 if self.contact_forces == "off" else len(c.body_names) + self.world_row
+
     def observation_size(self, c):
-        return c.nq - 2 + c.nv + 6 * len(c.body_names)
+        return c.nq - 2 + c.nv + 6 * self.contact_rows(c)
 
     def initial_state(self, c, rng):
+        self.body_count = len(c.body_names)  # the zeroed block's size (observe sees frames only)
         return self.reset_noise.sample(c.qpos0, c.nv, rng)
 
     def observe(self, frame, state):
-        contact = np.clip(frame.body_ext_wrench, -1.0, 1.0).ravel()
-        return np.concatenate((frame.qpos[2:], frame.qvel, contact))
+        parts = [frame.qpos[2:], frame.qvel]
+        if self.world_row and self.contact_forces != "off":
+            parts.append(np.zeros(6))
+        if self.contact_forces == "on":
+            parts.append(np.clip(frame.body_ext_wrench, -1.0, 1.0).ravel())
+        elif self.contact_forces == "zeroed":
+            parts.append(np.zeros(6 * self.body_count))
+        return np.concatenate(parts)
 
     def step(self, before, after, action, state, dt):
         velocity = (after.base_pos[:2] - before.base_pos[:2]) / dt
         healthy = bool(np.isfinite(np.concatenate((after.qpos, after.qvel))).all()
                        and self.healthy_z[0] <= after.qpos[2] <= self.healthy_z[1])
         ctrl = self.ctrl_cost_weight * float(np.sum(np.square(action)))
-        contact = self.contact_cost_weight * float(np.sum(np.square(np.clip(after.body_ext_wrench, -1.0, 1.0))))
-        terms = {"forward": velocity[0], "ctrl": -ctrl, "contact": -contact, "survive": float(healthy),
+        contact = self.contact_cost_weight * float(np.sum(np.square(np.clip(after.body_ext_wrench, -1.0, 1.0)))) \
+            if self.contact_cost else 0.0
+        survive = float(healthy or self.version == "v4")  # as PlanarLocomotion
+        terms = {"forward": velocity[0], "ctrl": -ctrl, "contact": -contact, "survive": survive,
                  "x_velocity": velocity[0]}
-        return StepResult(velocity[0] + float(healthy) - ctrl - contact, terms, not healthy)
+        return StepResult(velocity[0] + survive - ctrl - contact, terms, not healthy)

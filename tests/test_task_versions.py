@@ -1,0 +1,84 @@
+"""Gymnasium task versions (v4 / v5) in cards, `crosssim tasks`, `crosssim.make_env`, and the line a
+policy trained on another version gets."""
+
+import numpy as np
+import pytest
+import yaml
+
+from crosssim.errors import CardError, PolicyLoadError
+from crosssim.tasks import make_task, registered_tasks
+
+
+def test_tasks_command_lists_every_task_with_version_and_scene(capsys):
+    from crosssim.cli import EXIT_OK, main
+
+    assert main(["tasks"]) == EXIT_OK
+    out = capsys.readouterr().out
+    for name, cls in registered_tasks().items():
+        for version in getattr(cls, "versions", {}) or [None]:
+            label = name if version is None else f"{name}-{version}"
+            line = next((ln for ln in out.splitlines() if ln.startswith(label + " ")), None)
+            assert line is not None, (label, out)
+            if cls.scene:
+                assert f"scene {cls(version=version).scene}" in line
+    assert "Walker2d-v5 (Walker2d)" in out and "scene gymnasium:walker2d.xml" in out  # the default is named
+
+
+def test_make_env_as_the_readme_promises():
+    import crosssim
+
+    env = crosssim.make_env("Hopper", engine="mujoco")
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (11,) and np.isfinite(env.step(np.zeros(3))[0]).all()
+    env.close()
+    v4 = crosssim.make_env("Walker2d-v4")
+    assert v4.harness.scene.name == "walker2d.xml" and v4.task.label == "Walker2d-v4"
+    v4.close()
+
+
+def test_version_by_name_or_option_and_the_default_is_said():
+    assert make_task("Walker2d-v4").scene == make_task("Walker2d", version="v4").scene == "gymnasium:walker2d.xml"
+    assert make_task("Walker2d", version=4).version == "v4"
+    assert make_task("Walker2d-v4").version_note is None
+    note = make_task("Walker2d").version_note
+    assert "Walker2d-v5" in note and "default" in note and "task: Walker2d-v4" in note
+    with pytest.raises(CardError, match="keep one"):
+        make_task("Walker2d-v4", version="v5")
+    with pytest.raises(CardError, match="has versions v4, v5"):
+        make_task("Ant", version="v3")
+    with pytest.raises(CardError, match="contact_forces 'yes': one of on, off, zeroed"):
+        make_task("Ant", contact_forces="yes")
+
+
+def test_card_names_the_version(tmp_path, good_policy):
+    from conftest import write_card
+    from crosssim.card import load_card
+    from crosssim.runner.harness import Harness
+
+    (tmp_path / "policy.pt").write_bytes((good_policy / "policy.pt").read_bytes())
+    card = load_card(write_card(tmp_path, task="Walker2d-v4", control_period=None))
+    assert Harness.from_card(card).scene.name == "walker2d.xml"
+    with pytest.raises(CardError, match=r"field 'task' is 'Walker2d-v3'; task Walker2d has versions v4, v5, not v3"):
+        load_card(write_card(tmp_path, task="Walker2d-v3"))
+    with pytest.raises(CardError, match=r"field 'task' is 'Walker3d'; known tasks"):
+        load_card(write_card(tmp_path, task="Walker3d"))
+
+
+def test_policy_of_another_version_is_told_which_to_choose(tmp_path):
+    """An Ant agent with the 111-value v4 observation, under a card that names plain Ant (v5: 105)."""
+    torch = pytest.importorskip("torch")
+    from conftest import write_card
+    from crosssim.card import load_card
+    from crosssim.policies.load import load_policy
+    from crosssim.runner.harness import Harness
+
+    torch.jit.script(torch.nn.Sequential(torch.nn.Linear(111, 8), torch.nn.Tanh())).save(str(tmp_path / "policy.pt"))
+    card = load_card(write_card(tmp_path, task="Ant", control_period=None))
+    h = Harness.from_card(card)
+    with pytest.raises(PolicyLoadError, match=r"Ant-v4 with task_options.contact_forces: on or Ant-v4 with "
+                                              r"task_options.contact_forces: zeroed: choose it in the card"):
+        load_policy(card, obs_size=h.obs_size, action_size=h.action_size)
+    right = load_card(write_card(tmp_path, task="Ant-v4", task_options={"contact_forces": "zeroed"},
+                                 control_period=None))
+    h = Harness.from_card(right)
+    assert load_policy(right, obs_size=h.obs_size, action_size=h.action_size).obs_size in (None, 111)
