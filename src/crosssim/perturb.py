@@ -34,6 +34,10 @@ class Perturbation:
     """Scale on every geom's sliding friction."""
     mass_scale: float = 1.0
     """Scale on every body's mass and inertia."""
+    actuator: str | None = None
+    """Actuator model file (crosssim.actuators): a learned actuator net or a YAML spec; None: ideal law."""
+    motor_free_speed: float | None = None
+    """DC-motor torque-speed envelope: joint speed [rad/s] where the available torque reaches zero."""
 
     @property
     def is_nominal(self) -> bool:
@@ -75,6 +79,10 @@ def at_level(p: Perturbation, level: float) -> Perturbation:
         b = getattr(base, k)
         if v == b or v is None:
             out[k] = v
+        elif k == "actuator":  # a file is there or not
+            out[k] = v if level > 0 else None
+        elif k == "motor_free_speed":  # twice the gap: half the free speed
+            out[k] = float(v / level) if level > 0 else None
         elif k == "action_latency" or k == "dt_divisor":
             out[k] = max(int(round(b + (v - b) * level)), 0 if k == "action_latency" else 1)
         elif k == "torque_limit":

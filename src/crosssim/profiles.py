@@ -73,6 +73,10 @@ def split_settings(profile: EngineProfile, settings: dict) -> EngineProfile:
     engine settings (checked against the engine's ``settings_keys`` when it opens)."""
     where = str(profile.path or f"profile {profile.name}")
     keys = variant_keys()
+    actuator = settings.get("actuator")
+    if isinstance(actuator, str) and actuator and profile.path is not None and not os.path.isabs(actuator):
+        # an actuator file sits next to its profile, like a robot next to its card
+        settings = {**settings, "actuator": str((Path(profile.path).parent / actuator).resolve())}
     variant = Variant.from_settings(settings, where)
     engine_settings = {k: v for k, v in settings.items() if k not in keys}
     return replace(profile, settings=engine_settings, variant=variant)

@@ -65,6 +65,12 @@ class HarnessVariant:
     """Actions reach the motors this many control steps late."""
     obs_noise: float = _axis(0.0, ADD)
     """Standard deviation of Gaussian noise added to every observation value (raw units)."""
+    actuator: str | None = _axis(None, OVERRIDE)
+    """Actuator model file (crosssim.actuators, docs/actuators.md): a TorchScript actuator net or a
+    YAML spec (net or DC motor); None: the card's ideal law."""
+    motor_free_speed: float | None = _axis(None, MIN)
+    """DC-motor torque-speed envelope: joint speed [rad/s] at which the available torque falls to zero
+    (linearly from each joint's maximum torque at rest); None: no envelope."""
 
 
 def _compose(rule: str, base, top):
@@ -131,7 +137,8 @@ class Variant:
                 elif key in plugins:
                     extra[key] = float(value)
             except (TypeError, ValueError):
-                raise CrossSimError(f"{where}: setting {key!r} must be a number, not {value!r}") from None
+                kind = "a file path" if key in _TEXT else "a number"
+                raise CrossSimError(f"{where}: setting {key!r} must be {kind}, not {value!r}") from None
         return cls(ModelVariant(**parts["model"], extra=tuple(sorted(extra.items()))),
                    HarnessVariant(**parts["harness"]))
 
@@ -139,11 +146,16 @@ class Variant:
 MODEL_FIELDS = {f.name for f in fields(ModelVariant)} - {"extra"}
 HARNESS_FIELDS = {f.name for f in fields(HarnessVariant)}
 _INTEGER = {"dt_divisor", "action_latency"}
+_TEXT = {"actuator"}
 
 
 def _typed(key: str, value):
-    if value is None and key in ("timestep", "torque_limit"):
+    if value is None and key in ("timestep", "torque_limit", "actuator", "motor_free_speed"):
         return None
+    if key in _TEXT:
+        if not isinstance(value, str) or not value:
+            raise TypeError(key)
+        return value
     if isinstance(value, bool):
         raise TypeError(key)
     if key in _INTEGER:

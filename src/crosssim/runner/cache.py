@@ -2,11 +2,12 @@
 
 A row's key hashes the content of everything that decides it: the card, the policy file, the
 normalisation statistics, the scene and every file it includes (meshes, height fields, textures),
-the engine profile file, the perturbation, the episode seed, the step limit, crosssim's own source
-and the engine libraries' versions. Same key, same numbers (the determinism tests hold this). Each
-row is its own small file written atomically, so a ``kill -9`` loses at most the episode in
-flight. Failed episodes are not cached: a crash may be transient. A damaged entry is ignored
-(one warning line) and computed again. The cache lives outside the checkout (``default_root``).
+the engine profile file, any actuator model file with the net it names, the perturbation, the
+episode seed, the step limit, crosssim's own source and the engine libraries' versions. Same
+key, same numbers (the determinism tests hold this). Each row is its own small file written
+atomically, so a ``kill -9`` loses at most the episode in flight. Failed episodes are not
+cached: a crash may be transient. A damaged entry is ignored (one warning line) and computed
+again. The cache lives outside the checkout (``default_root``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from crosssim.runner.inputs import inputs_digest, path_digest
+from crosssim.runner.inputs import actuator_digest, inputs_digest, path_digest
 from crosssim.versions import package_versions
 
 __all__ = ["ResultCache", "default_root", "path_digest"]
@@ -87,11 +88,15 @@ class ResultCache:
         base = {**inputs_digest(card, scene), "max_steps": max_steps, "trust": trust, "code": _code_fingerprint(),
                 "batch": batch}
         self._base = json.dumps(base, sort_keys=True)
-        self._profiles = {name: [value, profile_digest(name)] for name, value in profiles.items()}
+        self._profiles = {name: [value, profile_digest(name), actuator_digest(((value or {}).get("settings") or {})
+                                                                               .get("actuator"))]
+                          for name, value in profiles.items()}
         self._warned = False
 
     def key(self, engine: str, condition: str, fields: dict, seed: int) -> str:
         profile = self._profiles.get(engine) or [None, profile_digest(engine)]
+        if fields.get("actuator"):  # a swept actuator file: its bytes, not only its path
+            fields = {**fields, "actuator_digest": actuator_digest(fields["actuator"])}
         text = json.dumps([self._base, engine, profile, condition, fields, seed], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 

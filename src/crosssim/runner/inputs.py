@@ -129,3 +129,16 @@ def path_digest(path: Path | None) -> str:
         h.update(name.encode("utf-8", "surrogateescape") + b"\0")
         file_digest(f, h)
     return h.hexdigest()
+
+
+def actuator_digest(value) -> str:
+    """SHA-256 over an actuator file (crosssim.actuators) and the net it names; "-" for none.
+    The variant holds the file's path, the torques depend on its bytes."""
+    if not value:
+        return "-"
+    from crosssim.actuators import spec_files
+
+    h = hashlib.sha256()
+    for f in spec_files(value):
+        h.update(path_digest(f).encode())
+    return h.hexdigest()

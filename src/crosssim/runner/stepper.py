@@ -1,4 +1,4 @@
-"""The control step every consumer shares: latency, actuation chain, engine substeps, noise.
+"""The control step every consumer shares: latency, actuator model and chain, engine substeps, noise.
 
 Every episode loop (crossval, lockstep batches, the gymnasium Env, real-log replay and
 calibration; crosssim.runner.episode) drives engines through this one class, so a perturbation
@@ -12,6 +12,7 @@ from collections import deque
 
 import numpy as np
 
+from crosssim.actuators import build_actuator
 from crosssim.engines.base import check_finite
 from crosssim.errors import CrossSimError
 from crosssim.frame import InitialState, SimFrame
@@ -48,6 +49,7 @@ class ControlStepper:
         self._noise: np.random.Generator | None = None  # set at reset when observations are noisy
         self._pending: deque = deque()
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
+        self._actuator = build_actuator(self.p, harness)  # None: the card's ideal law
         self.observer = harness.observer()
 
     def queue_actions(self, actions) -> None:
@@ -69,6 +71,8 @@ class ControlStepper:
         if self.p.obs_noise > 0:  # its own stream: noise never shifts initial states
             self._noise = np.random.default_rng(noise_seed)
         self._chain = ActuatorChain(self.p, h.max_torque, self.physics_dt, h.canonical.joint_count)
+        if self._actuator is not None:
+            self._actuator.reset()
         self._pending = deque(np.zeros(h.action_size) for _ in range(self.p.action_latency))
         frame = self.frame()
         task_state = h.task.reset(frame)
@@ -103,13 +107,15 @@ class ControlStepper:
             self._pending.append(action)
             action = self._pending.popleft()
         target = act.target(action)
-        if act.constant_over_substeps and not self._chain.stateful:
+        # an actuator model (net history, torque-speed envelope) acts at every physics step
+        law = act if self._actuator is None else self._actuator
+        if act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
             q, qd = engine.joint_state(model, self.state)
             engine.step(model, self.state, self._chain(act.torques(target, q, qd)), self.substeps)
         else:
             for _ in range(self.substeps):
                 q, qd = engine.joint_state(model, self.state)
-                engine.step(model, self.state, self._chain(act.torques(target, q, qd)), 1)
+                engine.step(model, self.state, self._chain(law.torques(target, q, qd)), 1)
         after = self.frame()
         check_finite(after, self.name)
         return after
