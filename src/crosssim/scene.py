@@ -147,9 +147,14 @@ def load_mujoco_model(path: Path):
 @functools.lru_cache(maxsize=32)
 def canonical_model(path: Path) -> CanonicalModel:
     """Read the canonical physical parameters of an MJCF scene (cached per path)."""
+    return canonical_from_mj(load_mujoco_model(Path(path)), Path(path))
+
+
+def canonical_from_mj(m, path: Path) -> CanonicalModel:
+    """The canonical parameters of an already compiled ``MjModel`` of scene ``path`` (e.g. one
+    with a variant applied: engines audit against the model they were built from)."""
     import mujoco
 
-    m = load_mujoco_model(Path(path))
     name = lambda obj, i: mujoco.mj_id2name(m, obj, i) or f"{i}"  # noqa: E731
     types = {int(mujoco.mjtJoint.mjJNT_HINGE): "hinge", int(mujoco.mjtJoint.mjJNT_SLIDE): "slide"}
     free = int(mujoco.mjtJoint.mjJNT_FREE)

@@ -186,6 +186,18 @@ def get_engine(name: str) -> Engine:
     return engine
 
 
+def compiled_canonical(compiled: CompiledModel):
+    """The canonical parameters of ``compiled`` *with its variant applied*: what an adapter
+    reconciles to and audits against (a calibrated or perturbed column holds the variant's masses,
+    friction and joint parameters, not the scene's). Call it before an adapter changes
+    ``compiled.mj`` (MuJoCo's adapter zeroes native actuator gains)."""
+    from crosssim.scene import canonical_from_mj, canonical_model
+
+    if compiled.variant == type(compiled.variant)():  # unvaried: the cached scene model
+        return canonical_model(compiled.scene)
+    return canonical_from_mj(compiled.mj, compiled.scene)
+
+
 def check_finite(frame: SimFrame, engine: str) -> None:
     if not frame.is_finite():
         from crosssim.errors import EngineFailure

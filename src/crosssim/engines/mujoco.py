@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
+from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame
-from crosssim.scene import CanonicalModel, canonical_model
+from crosssim.scene import CanonicalModel
 from crosssim.variant import CompiledModel
 
 
@@ -37,7 +37,7 @@ class EngineMuJoCo(EngineBase):
     settings_keys = frozenset({"iterations"})
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> MuJoCoModel:
-        canonical = canonical_model(compiled.scene)
+        canonical = compiled_canonical(compiled)
         m = compiled.mj  # a fresh MjModel per compile: this adapter adopts it
         if "iterations" in profile.settings:
             m.opt.iterations = int(profile.settings["iterations"])

@@ -19,11 +19,11 @@ import numpy as np
 import warp as wp
 
 import newton
-from crosssim.engines.base import AuditRow, EngineProfile
+from crosssim.engines.base import AuditRow, EngineProfile, compiled_canonical
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import CrossSimError
 from crosssim.frame import quat_to_matrix
-from crosssim.scene import CanonicalModel, canonical_model
+from crosssim.scene import CanonicalModel
 from crosssim.variant import CompiledModel
 
 MUJOCO_SOLVERS = ("mujoco-warp", "mujoco-c")
@@ -123,7 +123,7 @@ SETTINGS_KEYS = frozenset({"solver", "joint_limit", "contact", "substeps", "subs
 
 def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
     scene = compiled.scene
-    c = canonical_model(scene)
+    c = compiled_canonical(compiled)
     s = profile.settings
     m = compiled.mj  # canonical, plus the variant (timestep, perturbations, calibration)
     solver_name = str(s.get("solver", "mujoco-warp"))

@@ -34,12 +34,12 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
     warnings.simplefilter("ignore", UserWarning)
     import sapien.physx  # noqa: F401  (imported first here, under the filter; physx_build uses it)
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
+from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, refuse_unsupported, to_pose
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
-from crosssim.scene import CanonicalModel, canonical_model
+from crosssim.scene import CanonicalModel
 from crosssim.variant import CompiledModel
 
 @dataclass
@@ -87,7 +87,7 @@ class EnginePhysX(EngineBase):
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:
         m = compiled.mj  # the variant is in the model PhysX is built from
         refuse_unsupported(m, compiled.scene)
-        c = canonical_model(compiled.scene)
+        c = compiled_canonical(compiled)
         solver = str(profile.settings.get("solver", "tgs")).lower()
         if solver not in ("tgs", "pgs"):
             raise EngineFailure(f"physx profile: solver must be tgs or pgs, not {solver!r}")

@@ -26,11 +26,11 @@ import mujoco
 import numpy as np
 import pybullet
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile
+from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
 from crosssim.engines.mujoco import audit_rows
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
-from crosssim.scene import CanonicalModel, canonical_model, write_mesh_obj
+from crosssim.scene import CanonicalModel, write_mesh_obj
 from crosssim.variant import CompiledModel
 
 GEOM = mujoco.mjtGeom
@@ -106,7 +106,7 @@ class EnginePyBullet(EngineBase):
     settings_keys = frozenset({"substeps", "solver_iterations", "armature"})
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PyBulletModel:
-        c = canonical_model(compiled.scene)
+        c = compiled_canonical(compiled)
         m = compiled.mj  # the variant (perturbation, calibration) is in the model PyBullet is built from
         client = pybullet.connect(pybullet.DIRECT)
         # Mesh .obj files are read when their collision shapes are created, all inside _build.
