@@ -86,6 +86,10 @@ class PyBulletState:
     """Torques applied in the last step [N m or N], canonical joint order."""
     time: float = 0.0
     """Simulated time since reset [s]."""
+    constraint_force: np.ndarray | None = None
+    """Generalized constraint force of the last physics step (contacts, joint limits, dry
+    friction) [N m or N], PyBullet joint order; None after a reset. Armature emulation keeps
+    it so that constraint forces see the rotor inertia (``_armature_compensation``)."""
     snapshot: int = -1
     """Bullet saveState id holding this state while another state is in the server; -1 while
     this state is the loaded one."""
@@ -268,7 +272,7 @@ class EnginePyBullet(EngineBase):
         self._drop_snapshot(model, state)
         if not self._is_loaded(model, state):
             self._save_loaded(model)
-        state.torques, state.time = np.zeros(model.canonical.joint_count), 0.0
+        state.torques, state.time, state.constraint_force = np.zeros(model.canonical.joint_count), 0.0, None
         return self._put(model, state, initial)
 
     def _put(self, model: PyBulletModel, state: PyBulletState, initial: InitialState) -> PyBulletState:
@@ -339,35 +343,47 @@ class EnginePyBullet(EngineBase):
         links = list(map(int, model.joint_link))
         torques = np.asarray(torques, dtype=float)
         state.torques = torques.copy()
+        emulate = model.armature == "emulate" and model.joint_armature.any()
+        q, qd = self._joint_arrays(model)
         for _ in range(n_substeps):
-            q, qd = self._joint_arrays(model)
             tau = torques - model.damping * qd - c.joint_stiffness * (q - c.joint_springref)
-            if model.armature == "emulate" and model.joint_armature.any():
-                tau = self._armature_compensation(model, q, qd, tau)
+            if emulate:
+                tau, M, h = self._armature_compensation(model, state, q, qd, tau)
             pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
             pybullet.stepSimulation(**pb)
             state.time += model.dt
+            qd_before = qd
+            q, qd = self._joint_arrays(model)
+            if emulate:  # what the constraints added this step: M qdd = tau' - h + f
+                state.constraint_force = M @ ((qd - qd_before) / model.dt) - tau + h
 
     def _joint_arrays(self, model: PyBulletModel) -> tuple[np.ndarray, np.ndarray]:
         states = pybullet.getJointStates(model.robot, list(map(int, model.joint_link)), physicsClientId=model.client)
+        if states is None:  # no joint besides a free base (a box): PyBullet answers None, not []
+            return np.zeros(0), np.zeros(0)
         q = np.array([s[0] for s in states]) + model.joint_offset
         qd = np.array([s[1] for s in states])
         return q, qd
 
-    def _armature_compensation(self, model, q, qd, tau):
-        """Torques that make PyBullet's accelerations equal those of M + diag(armature).
+    def _armature_compensation(self, model, state, q, qd, tau):
+        """Torques that make PyBullet's accelerations those of M + diag(armature); also M and h.
 
-        With M qdd = tau' - h in PyBullet and (M + A) qdd = tau - h wanted,
-        tau' = h + M (M + A)^-1 (tau - h). Exact without contacts; with contacts the contact
-        impulses act on M only (documented gap). Fixed-base robots only: a floating base has
-        no joint torque to carry the compensation of its six base coordinates.
+        Wanted (MuJoCo): (M + A) qdd = tau - h + f, f the constraint forces (contacts, limits,
+        dry friction). PyBullet: M qdd = tau' - h + f. So tau' = h - f + M (M + A)^-1 (tau - h + f).
+        Bullet solves f inside its step, so the last step's f stands in for it: exact without
+        constraints; under a sustained load (standing, pushing off) the static torque reaches
+        the ground in full. Without the f terms a joint held tau M (M + A)^-1 statically, 1/15
+        of the policy's torque on Hopper, whose armature (1 kg m^2) dwarfs its links' inertia:
+        its agents fell within 0.9 s (docs/engines.md). Fixed-base robots only: a floating base
+        has no joint torque to carry the compensation of its six base coordinates.
         """
         pb = dict(physicsClientId=model.client)
         pq = list(q - model.joint_offset)
         M = np.array(pybullet.calculateMassMatrix(model.robot, pq, **pb))
         h = np.array(pybullet.calculateInverseDynamics(model.robot, pq, list(qd), [0.0] * len(pq), **pb))
         A = np.diag(model.joint_armature)
-        return h + M @ np.linalg.solve(M + A, tau - h)
+        f = state.constraint_force if state.constraint_force is not None else np.zeros(len(pq))
+        return h - f + M @ np.linalg.solve(M + A, tau - h + f), M, h
 
     def joint_state(self, model: PyBulletModel, state: PyBulletState) -> tuple[np.ndarray, np.ndarray]:
         self._load(model, state)
