@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM),
 def run_dir(tmp_path_factory):
     torch = pytest.importorskip("torch")
     tmp = tmp_path_factory.mktemp("report")
+    torch.manual_seed(0)
     net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(11, 3), torch.nn.Tanh()))
     net.save(str(tmp / "policy.pt"))
     import yaml
@@ -41,6 +42,46 @@ def run_dir(tmp_path_factory):
     return out
 
 
+REAL = {"log_dir": "logs", "logs": ["walk-1", "walk-2"], "window_s": 1.0, "duration_s": 12.5,
+        "real": {"survival": 1.0}, "policy_check": {"max_abs_action_error": 2e-7},
+        "engines": {"mujoco": {"open_loop": {"q_rms": 0.031, "q_rms_windows": [0.01, 0.02]},
+                               "closed_loop": {"q_rms": 0.052, "survival": 1.0, "orientation_error_deg": 3.1}},
+                    "pybullet": {"error": "pybullet: cannot start"}}}
+
+
+@pytest.fixture(scope="module")
+def gate_dir(run_dir, tmp_path_factory):
+    """A copy of the run as `crosssim gate` leaves it: the base branch's run in baseline/ (here the same
+    policy, so every change is zero) and a REAL section in summary.json."""
+    import json
+
+    from crosssim.cli import main
+
+    out = tmp_path_factory.mktemp("gate") / "run"
+    shutil.copytree(run_dir, out)
+    shutil.copytree(run_dir, out / "baseline")
+    summary = json.loads((out / "summary.json").read_text())
+    summary["real"] = REAL
+    summary["card_from_run"] = str(os.path.relpath(run_dir / summary["card_from_run"], out))
+    (out / "summary.json").write_text(json.dumps(summary))
+    assert main(["report", str(out)]) == 0
+    return out
+
+
+def _open(browser, path, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    errors, dialogs = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(path.as_uri())
+    assert errors == [] and dialogs == []
+    # Nothing widens the page: wide tables scroll inside their own box (phones included).
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert page.evaluate("[...document.querySelectorAll('table')].every(t => t.parentElement.classList.contains('scroll'))")
+    return page
+
+
 def test_report_in_chromium(run_dir):
     from playwright.sync_api import sync_playwright
 
@@ -51,23 +92,55 @@ def test_report_in_chromium(run_dir):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM,
                                     args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-        for width, name in ((1000, "report-laptop.png"), (390, "report-phone.png")):
-            page = browser.new_page(viewport={"width": width, "height": 900})
-            errors, dialogs = [], []
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto((run_dir / "report.html").as_uri())
-            assert errors == [] and dialogs == []
+        for width, name in ((1280, "report-laptop.png"), (390, "report-phone.png")):
+            page = _open(browser, run_dir / "report.html", width)
             assert page.locator("#verdict").inner_text().startswith("Verdict:")
             assert page.locator("h1").inner_text().endswith(HOSTILE.replace("\x1b", "\\x1b"))  # shown as text
             engines = page.locator("section.engine")
             assert engines.count() == 2
             assert {engines.nth(i).get_attribute("data-engine") for i in range(2)} == {"mujoco", "pybullet"}
+            # The engine table leads with the task's primary metric (Hopper: return), with CIs.
+            head = page.locator("#engine-table tr").first.locator("th")
+            assert head.nth(1).inner_text() == "return (primary)"
+            assert "[" in page.locator("#engine-table tr[data-engine=mujoco] td").nth(1).inner_text()
+            # What the verdict means, with its thresholds.
+            assert "15 %" in page.locator("#thresholds").inner_text()
+            # Filmstrips: the same instants in every engine, each frame captioned with its time.
+            times = [[c.inner_text() for c in e.locator("figcaption").all()] for e in engines.all()]
+            assert times[0] == times[1] and times[0][0] == "t = 0.00 s" and len(times[0]) == 6
+            # Per-episode outcomes, every condition.
+            nominal = page.locator("details[data-condition=nominal] table.episodes")
+            assert nominal.locator("tr").count() == 1 + 2 * 2
+            assert "at t = " in nominal.inner_text() or "step limit" in nominal.inner_text()
+            assert page.locator("details[data-condition=combined]").count() == 1
+            # Audit values by name and unit: PyBullet integrates with Euler where the model says RK4.
+            audit = page.locator("#audit-pybullet .audit-summary").inner_text()
+            assert "integrator" in audit and "RK4 vs Euler" in audit and "1 vs 0" not in audit
+            assert page.locator("#fig-sweep").count() == 1
             images = page.locator("img")
-            assert images.count() >= 4
+            assert images.count() >= 4 and page.locator(".strip figure").count() == 2 * 6
             for i in range(images.count()):  # every image decoded (naturalWidth > 0)
                 assert page.evaluate("(img) => img.complete && img.naturalWidth > 0", images.nth(i).element_handle())
+            page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+        browser.close()
+
+
+def test_gate_and_real_sections_in_chromium(gate_dir):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        for width, name in ((1280, "report-gate-laptop.png"), (390, "report-gate-phone.png")):
+            page = _open(browser, gate_dir / "report.html", width)
+            real = page.locator("#real-table").inner_text()
+            assert "0.03 rad" in real and "3.1 deg" in real and "pybullet: cannot start" in real
+            assert "2 logs" in page.locator("#real + p").inner_text()
+            gate = page.locator("#gate-table")
+            assert gate.locator("tr").count() > 1
+            assert "+0 %" in gate.inner_text()  # the baseline is the same run: nothing changed
+            sides = [line.split("\t")[1:] for line in page.locator("#gate-verdicts").inner_text().splitlines()[1:]]
+            assert len(sides) == 2 and sides[0] == sides[1]  # base and PR: the same verdict and drop
             page.screenshot(path=str(ARTIFACTS / name), full_page=True)
         browser.close()
 

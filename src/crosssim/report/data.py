@@ -20,6 +20,12 @@ class RunData:
     audit: dict
     trajectories: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     """engine -> {t, base_z, base_x, qpos} of the first nominal episode."""
+    baseline: "RunData | None" = None
+    """The same policy on the base branch, when a gate run put it in ``out/baseline``."""
+
+
+BASELINE_DIR = "baseline"
+"""Where ``crosssim gate`` writes the base branch's run inside the pull request's run folder."""
 
 
 def load_run(out: Path) -> RunData:
@@ -41,4 +47,10 @@ def load_run(out: Path) -> RunData:
             for key in data.files:
                 engine, _episode, name = key.rsplit("/", 2)
                 trajectories.setdefault(engine, {})[name] = data[key]
-    return RunData(out, summary, rows, audit, trajectories)
+    baseline = None
+    if (out / BASELINE_DIR / "summary.json").is_file():
+        try:
+            baseline = load_run(out / BASELINE_DIR)
+        except CrossSimError:  # a damaged baseline costs the side-by-side view, not the report
+            baseline = None
+    return RunData(out, summary, rows, audit, trajectories, baseline)
