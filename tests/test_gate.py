@@ -199,6 +199,8 @@ def test_pull_request_flow(tmp_path):
     cases = {tc.get("name"): tc for tc in ET.parse(tmp_path / "degraded.xml").getroot().iter("testcase")}
     failure = cases["mujoco"].find("failure")  # the engine case carries the regression
     assert failure is not None and "baseline" in failure.get("message")
+    page = (tmp_path / "degraded" / "report.html").read_text()  # the report shows base and PR side by side
+    assert 'id="gate-table"' in page and (tmp_path / "degraded" / "baseline" / "summary.json").is_file()
 
     _git(repo, "checkout", "-q", "main")
     _git(repo, "checkout", "-q", "-b", "same")

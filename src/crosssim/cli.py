@@ -275,6 +275,8 @@ def cmd_gate(args) -> int:
             else:
                 confine(old, base.tree)
                 baseline = evaluate(str(old), str(out / "baseline") if out else None, "baseline").summary
+                if out is not None:
+                    _report_with_baseline(out)
     decision = gate.decide(summary, config, baseline)
     md = gate.markdown(summary, decision)
     print(no_workflow_commands(md))
@@ -285,6 +287,18 @@ def cmd_gate(args) -> int:
     if args.junit:
         Path(args.junit).write_text(gate.junit(summary, decision), encoding="utf-8")
     return decision.exit_code(config)
+
+
+def _report_with_baseline(out) -> None:
+    """Rewrite the pull request's report now that its folder holds the base branch's run
+    (``baseline/``): the report then shows both side by side. A failure keeps the first report."""
+    from crosssim.report import write_report
+
+    try:
+        write_report(out)
+    except Exception as exc:  # the decision does not depend on the page
+        print(f"gate: report not updated with the baseline: {type(exc).__name__}: {printable(str(exc))}",
+              file=sys.stderr)
 
 
 def cmd_changed(args) -> int:
