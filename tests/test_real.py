@@ -22,7 +22,7 @@ from crosssim.perturb import Perturbation
 from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate
 from crosssim.real.logs import LogError, check_against, read_logs, validate, write_log
-from crosssim.real.simulate import SensorNoise, simulate_logs
+from crosssim.real.simulate import Artefacts, SensorNoise, simulate_logs
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
 
@@ -186,14 +186,15 @@ def _rewrite(path, cols):
     (lambda p, c: c.pop("q.j2"), "column 'q.j2'"),
     (lambda p, c: c["dq.j1"].__setitem__(3, np.nan), "column 'dq.j1' has 1 missing or non-finite values (first at row 3)"),
     (lambda p, c: c["time"].__setitem__(3, 0.0), "column 'time' is not strictly increasing"),
-    (lambda p, c: c.__setitem__("time", np.arange(5) * 0.05), "column 'time' steps by 0.05 s"),
+    (lambda p, c: c.__setitem__("time", np.arange(5) * 0.05), "column 'time': rows are 0.05 s apart (median)"),
+    (lambda p, c: c.__setitem__("time", np.array([0, 0.02, 0.12, 0.14, 0.16])), "column 'time' pauses 0.1 s at row 2"),
     (lambda p, c: c.__setitem__("quat.w", np.ones(5)), "'quat.x', 'quat.y', 'quat.z' missing"),
     (lambda p, c: c.__setitem__("q.elbow", np.ones(5)), "unknown column 'q.elbow'"),
     (lambda p, c: p.with_suffix(".json").unlink(), "sidecar log.json is missing"),
     (lambda p, c: p.with_suffix(".json").write_text("{not json"), "not valid JSON"),
     (lambda p, c: p.with_suffix(".json").write_text(json.dumps({"format": "crosssim-log", "version": 1,
                                                                  "robot": "arm3", "control_period": 0.02})),
-     "field 'joints' must be a non-empty list"),
+     "field 'joints' (the policy's joint order"),
     (lambda p, c: p.write_bytes(b"PAR1 garbage"), "cannot be read as Parquet"),
 ])
 def test_malformed_log_is_named_clearly(tmp_path, breakage, expected):
@@ -244,13 +245,14 @@ def test_crossval_with_a_bad_log_fails_before_running_engines(tmp_path):
 
 @requires_fixtures
 def test_go1_floating_base_logs_round_trip(tmp_path):
-    """Floating base: base orientation and gyro logged, replay exact without noise, and the REAL
-    section reports orientation error and survival."""
+    """Floating base: base pose, orientation and gyro logged, replay exact without noise, and the
+    REAL section reports orientation error and survival."""
     from crosssim.real.compare import real_section
 
     card_path = CARDS / "robots" / "playground-go1.yaml"
     hidden = _profile("go1-robot", "mujoco", {"motor_strength": 0.9, "action_latency": 1})
-    simulate_logs(card_path, hidden, tmp_path / "clean", episodes=1, seconds=0.6, noise=SensorNoise().scaled(0.0))
+    simulate_logs(card_path, hidden, tmp_path / "clean", episodes=1, seconds=0.6, noise=SensorNoise().scaled(0.0),
+                  artefacts=Artefacts(base_pose=True))  # exact replay needs the base's position and velocity
     card = load_card(card_path)
     harness = Harness.from_card(card)
     (log,) = read_logs(tmp_path / "clean", harness)

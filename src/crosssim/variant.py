@@ -63,6 +63,10 @@ class HarnessVariant:
     """Clip torques to this fraction of each actuator's maximum (gear x ctrl range)."""
     action_latency: int = _axis(0, ADD)
     """Actions reach the motors this many control steps late."""
+    action_delay: float = _axis(0.0, ADD)
+    """A further delay [control steps, fractional] before actions reach the motors, on top of
+    ``action_latency``; its fraction is resolved to physics steps (the previous action acts for
+    that part of the control period). Real deployments declare theirs (docs/real.md)."""
     obs_noise: float = _axis(0.0, ADD)
     """Standard deviation of Gaussian noise added to every observation value (raw units)."""
     actuator: str | None = _axis(None, OVERRIDE)

@@ -149,6 +149,11 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
 
     t0 = time.monotonic()
     c = harness.canonical
+    dry = [log.name for log in logs if not log.applied]
+    logs = [log for log in logs if log.applied]  # a dry run's motion is not the actions' doing
+    if not logs:
+        raise CrossSimError(f"every log is a dry run (applied: false): {', '.join(dry)}; calibration needs logs "
+                            "whose actions reached the motors")
     if method not in METHODS:
         raise CrossSimError(f"calibration method {method!r}: one of {', '.join(METHODS)}")
     if method == "auto":  # a floating base moves by its contacts: a rugged objective
@@ -156,7 +161,8 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
     full_state = not c.free_base or all(log.pos is not None and log.vel is not None for log in logs)
     dt = harness.task.frame_skip * c.timestep
     segment = max(2, int(round(segment_s / dt))) if segment_s and full_state else None
-    notes, horizon = [], None
+    notes, horizon = ([f"dry runs left out (their actions never reached the motors): {', '.join(dry)}"]
+                      if dry else []), None
     if segment:
         obj = Objective(harness, logs, base, segment)
         coarse = Objective(harness, logs, base, min(COARSE_ROWS, segment))

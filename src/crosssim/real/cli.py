@@ -31,26 +31,38 @@ def _harness_for(logs_or_paths, policy: str | None):
 
 
 def cmd_validate(args) -> int:
+    """Every problem of every log, one line each; with a card, also the joint order, period,
+    sizes, and the deployment conformance of the logged policy inputs (term by term)."""
     from crosssim.errors import CrossSimError
+    from crosssim.real.conformance import conformance, format_conformance
     from crosssim.real.logs import check_against, find_logs, validate
 
     failed = 0
     for item in args.files:
         for path in find_logs(item):
             log, problems = validate(path)
+            harness = None
             if log is not None and (args.policy or log.card is not None):
                 try:
-                    problems = check_against(log, _harness_for([log], args.policy))
+                    harness = _harness_for([log], args.policy)
+                    problems = check_against(log, harness)
                 except CrossSimError as exc:
                     problems = [f"{path}: cannot check against its policy card: {exc}"]
             if problems:
                 failed += 1
                 for p in problems:
                     print(p)
-            else:
-                extra = [k for k in ("tau", "quat", "gyro", "pos", "vel", "obs", "command") if getattr(log, k) is not None]
-                print(f"{path}: ok ({len(log)} rows, {log.duration:.2f} s, {len(log.joints)} joints"
-                      + (f"; also {', '.join(extra)}" if extra else "") + ")")
+                continue
+            extra = [k for k in ("tau", "quat", "gyro", "pos", "vel", "obs", "command") if getattr(log, k) is not None]
+            print(f"{path}: ok ({len(log)} rows, {log.duration:.2f} s, {len(log.joints)} joints"
+                  + (f"; also {', '.join(extra)}" if extra else "") + f"; {log.timing.describe()}"
+                  + (f"; action delay {log.action_delay:g} steps" if log.action_delay else "")
+                  + ("; dry run: actions not applied" if not log.applied else "") + ")")
+            if harness is not None and log.obs is not None:
+                result = conformance(harness, [log])
+                if result is not None:
+                    print(f"{path}: " + format_conformance(result))
+                    failed += not result["ok"]
     return EXIT_ERROR if failed else EXIT_OK
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from crosssim.errors import CrossSimError
-from crosssim.frame import InitialState
 from crosssim.real.logs import RealLog
+from crosssim.real.start import initial_state  # noqa: F401  (re-exported: calibration, tests)
 
 MISSING_PENALTY = 1.0
 """Residual [rad] for a logged sample the simulation did not reach (diverged or failed)."""
@@ -31,34 +31,36 @@ class Trace:
     starts: tuple[int, ...]
     """Rows where the simulation was (re)set to the logged state."""
     ended: int
-    """Rows simulated: the run lasted ended / T of the log."""
+    """Rows simulated (a failure or a stop at termination ends it early)."""
     failure: str | None = None
     terminated: bool = False
+    fell: int | None = None
+    """First row at which the task's termination (a fall) held; None: it never did."""
+
+    @property
+    def survived(self) -> int:
+        """Rows before the first fall (or the end of the simulation)."""
+        return self.fell if self.fell is not None else self.ended
 
 
-def initial_state(log: RealLog, harness, k: int = 0) -> InitialState:
-    """The engine state at log row ``k``: logged joints, base orientation, gyro (and base position
-    and velocity where logged); what the log lacks comes from the task's initial state."""
-    c = harness.canonical
-    init = harness.task.initial_state(c, np.random.default_rng(0))
-    qpos, qvel = np.array(init.qpos, dtype=float), np.zeros(c.nv)
-    idx = [c.joint_names.index(j) for j in log.joints]
-    qpos[c.joint_qposadr[idx]] = log.q[k]
-    qvel[c.joint_dofadr[idx]] = log.dq[k]
-    if c.free_base:  # MuJoCo layout: position, quaternion w-x-y-z, world linear, body angular velocity
-        for arr, part, value in ((qpos, slice(0, 3), log.pos), (qpos, slice(3, 7), log.quat),
-                                 (qvel, slice(0, 3), log.vel), (qvel, slice(3, 6), log.gyro)):
-            if value is not None:
-                arr[part] = value[k]
-    return InitialState(qpos, qvel)
+def with_declared_delay(sim, log: RealLog):
+    """``sim`` with the log's declared action delay on top of the profile's latency."""
+    if not log.action_delay:
+        return sim
+    from dataclasses import replace
+
+    from crosssim.variant import HarnessVariant, Variant
+
+    return replace(sim, variant=sim.variant.then(Variant(harness=HarnessVariant(action_delay=log.action_delay))))
 
 
 def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = None,
              stop_on_termination: bool = True) -> Trace:
     """Run one engine (a ``Simulator``) against ``log``: the policy closed-loop (with the logged
     commands) when given, else the logged actions open-loop. ``segment``: reset to the logged
-    state every that many rows (open loop only; the actions pending in a latency queue are the
-    logged ones)."""
+    state every that many rows (open loop only). The log's declared action delay acts on top of
+    the profile's latency; the actions in flight at a start are the logged ones (before the
+    first row, the sidecar's previous_action)."""
     from crosssim.runner.episode import Episode, play
     from crosssim.runner.stepper import ControlStepper
 
@@ -68,12 +70,13 @@ def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = N
     qadr = c.joint_qposadr[idx]
     q = np.full((T, len(idx)), np.nan)
     quat = np.full((T, 4), np.nan) if c.free_base else None
-    stepper = ControlStepper(sim, harness)
+    stepper = ControlStepper(with_declared_delay(sim, log), harness)
     ep = Episode(stepper)
     seg = T if (policy is not None or not segment) else int(segment)
     starts = tuple(range(0, T - 1, seg)) if T > 1 else (0,)
     actions = np.array([stepper.check_action(a, k) for k, a in enumerate(log.action)])
-    ended, failure, terminated = 0, None, False
+    before = stepper.check_action(log.previous_action, -1)
+    ended, failure, terminated, fell = 0, None, False, None
     start = 0
 
     def record(k, frame):
@@ -90,16 +93,20 @@ def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = N
         return policy.act(ep.observe())
 
     def recorded(ep: Episode, step) -> None:
-        nonlocal ended
+        nonlocal ended, fell
         record(start + ep.t, ep.frame)
         ended = start + ep.t + 1
+        if step.terminated and fell is None:
+            fell = start + ep.t
 
     try:
         for start in starts:
             ep.reset(initial_state(log, harness, start), [0, 1])
-            lat = stepper.p.action_latency
-            if start and lat:  # actions still in flight at the segment's start
-                stepper.queue_actions(actions[k] if k >= 0 else np.zeros(actions.shape[1]) for k in range(start - lat, start))
+            n = stepper.in_flight
+            if n:  # actions still in flight at the start
+                stepper.queue_actions(actions[k] if k >= 0 else before for k in range(start - n, start))
+            if stepper.observer.ctx is not None:
+                stepper.observer.ctx.last_action = (actions[start - 1] if start else before).copy()
             record(start, ep.frame)
             if policy is not None:
                 policy.reset()
@@ -111,7 +118,7 @@ def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = N
         failure = str(exc)
     except Exception as exc:  # an engine blowing up must not lose the other logs
         failure = f"{type(exc).__name__}: {str(exc)[:300]}"
-    return Trace(q, quat, starts, max(ended, 1), failure, terminated)
+    return Trace(q, quat, starts, max(ended, 1), failure, terminated or fell is not None, fell)
 
 
 def quat_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -157,22 +164,29 @@ def residual_groups(log: RealLog, trace: Trace) -> np.ndarray:
 
 
 def errors(log: RealLog, trace: Trace, window_s: float = 1.0) -> dict:
-    """Error of one trace against its log."""
+    """Error of one trace against its log: joint-position RMS [rad] over every simulated row
+    (``q_rms``, the whole log) and over the rows before the first simulated fall
+    (``q_rms_survived``), per time window, by joint; survival (fraction of the log before that
+    fall, a failure or the end) and the fall's time [s]; base orientation error [deg]."""
     T, dt = len(log), log.control_period
     diff = trace.q - log.q
     ok = np.isfinite(diff).all(axis=1)
     ok[list(trace.starts)] = False  # rows set from the log carry no prediction
+    alive = ok & (np.arange(T) < trace.survived)
     rms = lambda d: float(np.sqrt(np.mean(d**2))) if d.size else float("nan")  # noqa: E731
     per = max(1, int(round(window_s / dt)))
     windows = [rms(diff[w:w + per][ok[w:w + per]]) for w in range(0, T, per)]
-    out = {"q_rms": rms(diff[ok]), "q_rms_windows": windows, "q_rms_by_joint": {
-        j: rms(diff[ok, k]) for k, j in enumerate(log.joints)}, "survival": trace.ended / T,
-        "terminated": trace.terminated, "failure": trace.failure}
+    out = {"q_rms": rms(diff[ok]), "q_rms_survived": rms(diff[alive]), "q_rms_windows": windows,
+           "q_rms_by_joint": {j: rms(diff[ok, k]) for k, j in enumerate(log.joints)},
+           "survival": min(trace.survived, T) / T, "fall_time_s": None if trace.fell is None else trace.fell * dt,
+           "terminated": trace.terminated, "failure": trace.failure}
     if trace.quat is not None and log.quat is not None:
         good = ok & np.isfinite(trace.quat).all(axis=1)
         angle = np.degrees(quat_angle(trace.quat[good], log.quat[good])) if good.any() else np.array([np.nan])
         out["orientation_error_deg"] = float(np.mean(angle))
         out["orientation_error_max_deg"] = float(np.max(angle))
+        kept = alive[good]
+        out["orientation_error_survived_deg"] = float(np.mean(angle[kept])) if kept.any() else float("nan")
     return out
 
 
@@ -185,16 +199,21 @@ def _aggregate(items: list[dict]) -> dict:
     n = max(len(d["q_rms_windows"]) for d in items)
     windows = [_mean([{"w": d["q_rms_windows"][w]} for d in items if w < len(d["q_rms_windows"])], "w")
                for w in range(n)]
-    out = {"q_rms": _mean(items, "q_rms"), "q_rms_windows": windows, "survival": _mean(items, "survival"),
+    falls = [d["fall_time_s"] for d in items if d.get("fall_time_s") is not None]
+    out = {"q_rms": _mean(items, "q_rms"), "q_rms_survived": _mean(items, "q_rms_survived"),
+           "q_rms_windows": windows, "survival": _mean(items, "survival"),
+           "falls": len(falls), "first_fall_s": min(falls) if falls else None,
            "failures": sum(1 for d in items if d.get("failure"))}
-    if any("orientation_error_deg" in d for d in items):
-        out["orientation_error_deg"] = _mean(items, "orientation_error_deg")
+    for key in ("orientation_error_deg", "orientation_error_survived_deg"):
+        if any(key in d for d in items):
+            out[key] = _mean(items, key)
     return out
 
 
 def policy_check(policy, logs: list[RealLog]) -> dict | None:
-    """The card's policy fed the logged inputs must return the logged actions (harness check)."""
-    with_obs = [log for log in logs if log.obs is not None]
+    """The card's policy fed the logged inputs must return the logged actions (harness check);
+    on the rows as logged, dry runs included."""
+    with_obs = [log.as_logged for log in logs if log.obs is not None]
     if not with_obs:
         return None
     worst = 0.0
@@ -205,21 +224,32 @@ def policy_check(policy, logs: list[RealLog]) -> dict | None:
     return {"logs": len(with_obs), "max_abs_action_error": worst}
 
 
+MODES = ("open_loop", "closed_loop")
+
+
 def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, window_s: float = 1.0,
                  log_dir: str | None = None, progress=None, harness=None) -> dict:
-    """The REAL column of a crossval: every engine profile against every log, both modes.
-    ``harness``: the crossval's (built from ``card`` when None)."""
+    """The REAL column of a crossval: every engine profile against every applied log, both modes,
+    each simulated over the whole log (a simulated fall is recorded, not a stop), and the input
+    checks on every log (dry runs included). ``harness``: the crossval's (built from ``card``
+    when None)."""
     from crosssim.policies import load_policy
     from crosssim.profiles import load_profile
+    from crosssim.real.conformance import conformance
     from crosssim.runner.harness import Harness
     from crosssim.runner.simulator import open_engine
 
     harness = harness or Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
+    applied = [log for log in logs if log.applied]
     section = {"log_dir": log_dir, "logs": [log.name for log in logs], "window_s": window_s,
-               "duration_s": float(sum(log.duration for log in logs)),
-               "real": {"survival": float(np.mean([0.0 if log.terminated else 1.0 for log in logs]))},
-               "policy_check": policy_check(policy, logs), "engines": {}}
+               "dry_runs": [log.name for log in logs if not log.applied],
+               "duration_s": float(sum(log.duration for log in applied)),
+               "real": {"survival": float(np.mean([0.0 if log.terminated else 1.0 for log in applied]))
+                        if applied else float("nan")},
+               "timing": {log.name: log.timing.as_dict() for log in logs if log.timing is not None},
+               "policy_check": policy_check(policy, logs), "conformance": conformance(harness, logs),
+               "engines": {}}
     for name in engines:
         try:
             profile = load_profile(name)
@@ -229,16 +259,17 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
             continue
         per_log = {}
         try:
-            for log in logs:
+            for log in applied:
                 per_log[log.name] = {
-                    "open_loop": errors(log, simulate(sim, harness, log), window_s),
-                    "closed_loop": errors(log, simulate(sim, harness, log, policy=policy), window_s)}
+                    "open_loop": errors(log, simulate(sim, harness, log, stop_on_termination=False), window_s),
+                    "closed_loop": errors(log, simulate(sim, harness, log, policy=policy, stop_on_termination=False),
+                                          window_s)}
                 if progress:
-                    progress(f"real/{name}", len(per_log), len(logs), {"failure": None})
+                    progress(f"real/{name}", len(per_log), len(applied), {"failure": None})
         finally:
             sim.close()
-        section["engines"][name] = {mode: _aggregate([d[mode] for d in per_log.values()])
-                                    for mode in ("open_loop", "closed_loop")} | {"per_log": per_log}
+        section["engines"][name] = ({mode: _aggregate([d[mode] for d in per_log.values()]) for mode in MODES}
+                                    if per_log else {}) | {"per_log": per_log}
     return section
 
 
@@ -246,26 +277,52 @@ def _f(x, digits=3, scale=1.0) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x * scale:.{digits}f}"
 
 
+def _mode_text(e: dict) -> str:
+    """whole-log RMS / surviving-part RMS, survival, first fall."""
+    fall = e.get("fall_time_s", e.get("first_fall_s"))
+    return (f"{_f(e['q_rms']):>6} /{_f(e.get('q_rms_survived')):>6} rad {_f(e['survival'], 0, 100):>4} %"
+            f"{('  fell ' + _f(fall, 2) + ' s') if fall is not None else '':<14}")
+
+
 def format_real(section: dict) -> str:
-    """The REAL column as printed by crossval."""
-    lines = [f"\nREAL: {len(section['logs'])} logs, {section['duration_s']:.1f} s "
-             f"(real robot survived {_f(section['real']['survival'], 0, 100)} %); error of each engine against the logs",
-             f"{'engine':<22}{'open-loop q RMS':>16}{'closed-loop q RMS':>19}{'  orientation':>13}{'survival':>10}"
-             f"   open-loop q RMS per {section['window_s']:g} s window [rad]"]
+    """The REAL column as printed by crossval: per engine and per log, each mode's joint-position
+    RMS over the whole log and over its surviving part, survival and the first simulated fall."""
+    dry = section.get("dry_runs") or []
+    lines = [f"\nREAL: {len(section['logs']) - len(dry)} logs, {section['duration_s']:.1f} s "
+             f"(real robot survived {_f(section['real']['survival'], 0, 100)} %)"
+             + (f"; {len(dry)} dry runs (input checks only)" if dry else "")
+             + "; error of each engine against the logs",
+             "q RMS over the whole log / over the part before the simulated robot fell; survival: that part's "
+             "share of the log",
+             f"{'engine':<24}{'log':<18}{'open loop':<36}{'closed loop':<36}{'orientation':>11}"]
     for name, e in section["engines"].items():
         if "error" in e:
-            lines.append(f"{name:<22}  ! {e['error']}")
+            lines.append(f"{name:<24}  ! {e['error']}")
             continue
-        ol, cl = e["open_loop"], e["closed_loop"]
-        orient = cl.get("orientation_error_deg")
+        if not e.get("per_log"):
+            continue
+        rows = [("all", e)] + list(e["per_log"].items())
+        for k, (log, d) in enumerate(rows):
+            orient = d["closed_loop"].get("orientation_error_deg")
+            lines.append(f"{name if k == 0 else '':<24}{log[:17]:<18}{_mode_text(d['open_loop']):<36}"
+                         f"{_mode_text(d['closed_loop']):<36}{(_f(orient, 1) + ' deg') if orient is not None else '—':>11}")
+        ol = e["open_loop"]
         windows = " ".join(_f(w) for w in ol["q_rms_windows"][:8]) + (" ..." if len(ol["q_rms_windows"]) > 8 else "")
-        lines.append(f"{name:<22}{_f(ol['q_rms']) + ' rad':>16}{_f(cl['q_rms']) + ' rad':>19}"
-                     f"{(_f(orient, 1) + ' deg') if orient is not None else '—':>13}{_f(cl['survival'], 0, 100) + ' %':>10}"
-                     f"   {windows}")
+        lines.append(f"{'':<24}open-loop q RMS per {section['window_s']:g} s window [rad]: {windows}")
+    timing = [f"{n} ({t['jitter_rms_s'] * 1e3:.1f} ms RMS, max {t['jitter_max_s'] * 1e3:.1f} ms"
+              f"{', resampled' if t['resampled'] else ''})" for n, t in (section.get("timing") or {}).items()
+              if t["jitter_max_s"] > 1e-4]
+    if timing:
+        lines.append("timestamp jitter: " + "; ".join(timing))
     check = section.get("policy_check")
     if check:
         lines.append(f"policy check: the card's policy on the logged inputs differs from the logged actions by at most "
                      f"{check['max_abs_action_error']:.2g}" + ("" if check["max_abs_action_error"] < 1e-3 else
                                                              " (wrong policy file, normalisation or observation order?)"))
-    lines.append("(orientation error and survival: closed loop)")
+    conf = section.get("conformance")
+    if conf:
+        from crosssim.real.conformance import format_conformance
+
+        lines.append(format_conformance(conf))
+    lines.append("(orientation error: closed loop, whole log)")
     return "\n".join(lines)

@@ -3,40 +3,97 @@
 One log is one run of the robot: a table (Parquet, or CSV) with one row per control step, and a
 JSON sidecar with the same stem. Row k holds the state measured at ``time[k]``, the policy's
 inputs at that instant, the raw action it returned and the command it was tracking. Columns are
-named by joint, so a log never depends on an engine's joint order:
-
-    time                          [s], strictly increasing, one control period apart
-    q.<joint>  dq.<joint>         joint position [rad or m] and velocity, every logged joint
-    tau.<joint>                   measured joint torque [N m] (optional; all joints or none)
-    quat.w quat.x quat.y quat.z   base orientation, world frame, w first (floating base: required)
-    gyro.x gyro.y gyro.z          base angular velocity in the base frame [rad/s] (optional)
-    pos.x pos.y pos.z             base position, world frame [m] (optional: motion capture)
-    vel.x vel.y vel.z             base linear velocity, world frame [m/s] (optional)
-    action.<joint>                the policy's raw output for each policy joint (before scaling)
-    obs.0 ... obs.<n-1>           the policy's input vector (optional)
-    command.vx command.vy command.yaw_rate   the command (optional; default: the card's)
-
-Sidecar (``<stem>.json``): ``format: "crosssim-log"``, ``version: 1``, ``robot`` (name),
-``joints`` (policy joint order: the action columns in the order the policy outputs them),
-``control_period`` [s], and optionally ``card`` (policy card, relative to the sidecar),
-``source`` (free text), ``terminated`` (the run ended in a fall or an emergency stop).
+named by joint, so a log never depends on an engine's joint order. The format is declared once,
+below: ``COLUMN_GROUPS`` (table columns) and ``SIDECAR_FIELDS`` (sidecar keys); adding a field is
+one entry there and one attribute on ``RealLog``, and validation, reading, resampling and the
+documentation table follow from the entry.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
 
 from crosssim.errors import CrossSimError
+from crosssim.real.timing import Timing, check_timing, grid_times, interpolate, step_rows
 
 FORMAT, VERSION = "crosssim-log", 1
 DATA_SUFFIXES = (".parquet", ".csv")
-GROUPS = {"quat": ("w", "x", "y", "z"), "gyro": ("x", "y", "z"), "pos": ("x", "y", "z"), "vel": ("x", "y", "z"),
-          "command": ("vx", "vy", "yaw_rate")}
-PER_JOINT = ("q", "dq", "tau")
+JOINTS = None
+"""``ColumnGroup.keys`` for a group with one column per joint of the sidecar's ``joints``."""
+
+
+@dataclass(frozen=True)
+class ColumnGroup:
+    """Columns ``<name>.<key>``, given whole or not at all; ``RealLog.<name>`` holds them as (T, n)."""
+
+    name: str
+    keys: tuple[str, ...] | None
+    """Column suffixes; JOINTS: one per joint of the sidecar's ``joints``, in that order."""
+    unit: str
+    label: str
+    """Short name in messages."""
+    doc: str
+    required: bool = False
+    floating_base: bool = False
+    """Required when the robot has a floating base (checked against the policy's card)."""
+    per_step: bool = False
+    """A value of the control step (action, command), not a measurement at ``time``: taken from
+    the step running at each grid point when resampling, never interpolated."""
+
+
+COLUMN_GROUPS = (
+    ColumnGroup("q", JOINTS, "rad or m", "joint positions",
+                "joint position (encoder; the sidecar's joint_offsets are added)", required=True),
+    ColumnGroup("dq", JOINTS, "rad/s or m/s", "joint velocities", "joint velocity", required=True),
+    ColumnGroup("action", JOINTS, "policy units", "policy actions",
+                "the policy's raw output, before the card's scale and default pose", required=True, per_step=True),
+    ColumnGroup("tau", JOINTS, "N m", "joint torques", "measured joint torque"),
+    ColumnGroup("quat", ("w", "x", "y", "z"), "unit quaternion", "'quat'", "base orientation in the world, w first",
+                floating_base=True),
+    ColumnGroup("gyro", ("x", "y", "z"), "rad/s", "'gyro'", "base angular velocity in the base frame (IMU)"),
+    ColumnGroup("pos", ("x", "y", "z"), "m", "'pos'", "base position, world frame (motion capture, estimator)"),
+    ColumnGroup("vel", ("x", "y", "z"), "m/s", "'vel'", "base linear velocity, world frame"),
+    ColumnGroup("command", ("vx", "vy", "yaw_rate"), "m/s, m/s, rad/s", "'command'", "the command at that step",
+                per_step=True),
+)
+OBS_PREFIX = "obs."
+"""``obs.0`` ... ``obs.<n-1>``: the policy's input vector as fed to it (per step; optional)."""
+
+
+@dataclass(frozen=True)
+class SidecarField:
+    """One key of the JSON sidecar."""
+
+    name: str
+    kind: str
+    """text, names (non-empty list of distinct names), positive, nonnegative, bool, path,
+    joint_map (joint name -> number), joint_vector (one number per joint of ``joints``)."""
+    doc: str
+    required: bool = False
+    default: object = None
+
+
+SIDECAR_FIELDS = (
+    SidecarField("robot", "text", "the robot's name (free text)", required=True),
+    SidecarField("joints", "names", "the policy's joint order: the action columns in output order", required=True),
+    SidecarField("control_period", "positive", "seconds between two policy calls", required=True),
+    SidecarField("card", "path", "the policy card, relative to the sidecar"),
+    SidecarField("terminated", "bool", "the run ended in a fall or an emergency stop", default=False),
+    SidecarField("applied", "bool", "false for a dry run: the policy ran on the robot's sensors but its actions "
+                 "never reached the motors (used for the input checks, never for physics)", default=True),
+    SidecarField("action_delay", "nonnegative", "control steps [may be fractional] between a row's action and "
+                 "the motors receiving it, known from the deployment (e.g. 1: applied at the next tick)",
+                 default=0.0),
+    SidecarField("joint_offsets", "joint_map", "per-joint calibration offset [rad or m] added to the logged q "
+                 "to get the model's joint position", default={}),
+    SidecarField("previous_action", "joint_vector", "the raw action in force before the first row (default: "
+                 "zeros)"),
+    SidecarField("source", "text", "free text: robot unit, place, date"),
+)
 
 
 class LogError(CrossSimError):
@@ -45,15 +102,18 @@ class LogError(CrossSimError):
 
 @dataclass
 class RealLog:
+    """One log on its control grid (rows ``period`` apart; jittered logs resampled, ``timing``)."""
+
     path: Path
     """The data file (.parquet or .csv)."""
     meta: dict
-    """The sidecar, as read."""
+    """The sidecar, as read (defaults filled in)."""
     time: np.ndarray
+    """(T,) control-grid times [s]."""
     joints: tuple[str, ...]
     """Policy joints, in the policy's order (sidecar ``joints``)."""
     q: np.ndarray
-    """(T, joints) joint positions."""
+    """(T, joints) joint positions [rad or m], joint offsets applied."""
     dq: np.ndarray
     action: np.ndarray
     """(T, joints) raw policy outputs."""
@@ -64,6 +124,10 @@ class RealLog:
     vel: np.ndarray | None = None
     obs: np.ndarray | None = None
     command: np.ndarray | None = None
+    timing: Timing | None = None
+    rows: "RealLog | None" = None
+    """The log as logged (row k = policy call k) when ``timing.resampled``; else None (this is it).
+    The policy's inputs are checked on these rows: each was computed from that row's state."""
 
     @property
     def name(self) -> str:
@@ -78,20 +142,42 @@ class RealLog:
         return bool(self.meta.get("terminated", False))
 
     @property
+    def applied(self) -> bool:
+        """False for a dry run (actions never reached the motors)."""
+        return bool(self.meta.get("applied", True))
+
+    @property
+    def action_delay(self) -> float:
+        """Declared delay [control steps] from a row's action to the motors."""
+        return float(self.meta.get("action_delay", 0.0))
+
+    @property
+    def previous_action(self) -> np.ndarray:
+        """The raw action before the first row (zeros when not logged)."""
+        prev = self.meta.get("previous_action")
+        return np.zeros(len(self.joints)) if prev is None else np.asarray(prev, dtype=float)
+
+    @property
     def card(self) -> Path | None:
         card = self.meta.get("card")
         return None if not card else (self.path.parent / str(card)).resolve()
 
+    @property
+    def as_logged(self) -> "RealLog":
+        """The rows as logged (one per policy call), before any resampling."""
+        return self.rows if self.rows is not None else self
+
     def __len__(self) -> int:
         return len(self.time)
 
-    def head(self, rows: int) -> "RealLog":
-        """The log's first ``rows`` rows (at least 2)."""
-        from dataclasses import fields, replace
+    def _per_row(self) -> list[str]:
+        return [f.name for f in fields(self) if isinstance(getattr(self, f.name), np.ndarray)
+                and getattr(self, f.name).shape[:1] == self.time.shape]
 
+    def head(self, rows: int) -> "RealLog":
+        """The log's first ``rows`` grid rows (at least 2)."""
         n = max(2, int(rows))
-        return replace(self, **{f.name: getattr(self, f.name)[:n] for f in fields(self)
-                                if isinstance(getattr(self, f.name), np.ndarray)})
+        return replace(self, rows=None, **{k: getattr(self, k)[:n] for k in self._per_row()})
 
     @property
     def duration(self) -> float:
@@ -113,6 +199,33 @@ def data_of(path: Path) -> Path:
     return path
 
 
+def _check_field(f: SidecarField, value, joints: list) -> str | None:
+    """Why ``value`` does not fit field ``f`` (None: it fits)."""
+    number = lambda v: not isinstance(v, bool) and isinstance(v, (int, float)) and np.isfinite(v)  # noqa: E731
+    if f.kind == "text":
+        return None if isinstance(value, str) and value else "must be non-empty text"
+    if f.kind == "names":
+        if not isinstance(value, list) or not value or not all(isinstance(j, str) and j for j in value):
+            return "must be a non-empty list of joint names (the policy's joint order)"
+        return "names a joint twice" if len(set(value)) != len(value) else None
+    if f.kind in ("positive", "nonnegative"):
+        ok = number(value) and (value > 0 if f.kind == "positive" else value >= 0)
+        return None if ok else f"must be a {'positive' if f.kind == 'positive' else 'non-negative'} number"
+    if f.kind == "bool":
+        return None if isinstance(value, bool) else "must be true or false"
+    if f.kind == "path":
+        return None if isinstance(value, str) else "must be a path (relative to the sidecar)"
+    if f.kind == "joint_map":
+        if not isinstance(value, dict) or not all(number(v) for v in value.values()):
+            return "must map joint names to numbers"
+        unknown = [j for j in value if j not in joints]
+        return f"names {unknown}, not joints of field 'joints'" if unknown else None
+    if f.kind == "joint_vector":
+        ok = isinstance(value, list) and len(value) == len(joints) and all(number(v) for v in value)
+        return None if ok else f"must be a list of {len(joints)} numbers (one per joint of 'joints')"
+    raise AssertionError(f.kind)
+
+
 def _read_meta(path: Path, problems: list[str]) -> dict:
     side = sidecar_of(path)
     if not side.is_file():
@@ -130,22 +243,24 @@ def _read_meta(path: Path, problems: list[str]) -> dict:
         problems.append(f"{side}: field 'format' must be {FORMAT!r}, got {meta.get('format')!r}")
     if meta.get("version") != VERSION:
         problems.append(f"{side}: field 'version' is {meta.get('version')!r}; this crosssim reads version {VERSION}")
-    if not isinstance(meta.get("robot"), str) or not meta.get("robot"):
-        problems.append(f"{side}: field 'robot' (the robot's name) is missing")
-    joints = meta.get("joints")
-    if not isinstance(joints, list) or not joints or not all(isinstance(j, str) and j for j in joints):
-        problems.append(f"{side}: field 'joints' must be a non-empty list of joint names (the policy's joint order)")
+    known = {f.name for f in SIDECAR_FIELDS} | {"format", "version"}
+    unknown = sorted(k for k in meta if k not in known)
+    if unknown:
+        problems.append(f"{side}: unknown field{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                        f"(the sidecar's fields: {', '.join(f.name for f in SIDECAR_FIELDS)})")
+    joints = meta.get("joints") if isinstance(meta.get("joints"), list) else []
+    for f in SIDECAR_FIELDS:
+        if f.name not in meta:
+            if f.required:
+                problems.append(f"{side}: field {f.name!r} ({f.doc}) is missing")
+            meta[f.name] = f.default
+            continue
+        why = _check_field(f, meta[f.name], joints)
+        if why:
+            problems.append(f"{side}: field {f.name!r} {why}, got {json.dumps(meta[f.name])[:80]}")
+            meta[f.name] = f.default
+    if not isinstance(meta.get("joints"), list):
         meta["joints"] = []
-    elif len(set(joints)) != len(joints):
-        problems.append(f"{side}: field 'joints' names a joint twice")
-    period = meta.get("control_period")
-    if isinstance(period, bool) or not isinstance(period, (int, float)) or not np.isfinite(period) or period <= 0:
-        problems.append(f"{side}: field 'control_period' must be a positive number of seconds, got {period!r}")
-        meta["control_period"] = None
-    if "card" in meta and not isinstance(meta["card"], str):
-        problems.append(f"{side}: field 'card' must be a path (relative to the sidecar)")
-    if "terminated" in meta and not isinstance(meta["terminated"], bool):
-        problems.append(f"{side}: field 'terminated' must be true or false")
     return meta
 
 
@@ -198,6 +313,10 @@ def _block(df, names: list[str], path: Path, problems: list[str], what: str, req
     return np.stack(cols, axis=1)
 
 
+def _columns(group: ColumnGroup, joints: list) -> list[str]:
+    return [f"{group.name}.{k}" for k in (joints if group.keys is JOINTS else group.keys)]
+
+
 def validate(path: str | Path) -> tuple[RealLog | None, list[str]]:
     """Read one log; return it (None if unusable) and every problem found, each naming the file."""
     path = data_of(Path(path))
@@ -209,53 +328,70 @@ def validate(path: str | Path) -> tuple[RealLog | None, list[str]]:
     if df is None or not meta:
         return None, problems
     joints = list(meta.get("joints") or [])
-    known = {"time"} | {f"{p}.{j}" for p in PER_JOINT + ("action",) for j in joints} \
-        | {f"{g}.{k}" for g, keys in GROUPS.items() for k in keys}
-    unknown = [c for c in df.columns if c not in known and not str(c).startswith("obs.")]
+    known = {"time"} | {c for g in COLUMN_GROUPS for c in _columns(g, joints)}
+    unknown = [c for c in df.columns if c not in known and not str(c).startswith(OBS_PREFIX)]
     if unknown:
-        problems.append(f"{path}: unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown[:5]))} "
-                        f"(per-joint columns must name a joint of the sidecar's 'joints'; see docs/real.md)")
+        problems.append(f"{path}: unknown column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown[:5]))}"
+                        f"{' ...' if len(unknown) > 5 else ''} (per-joint columns must name a joint of the sidecar's "
+                        "'joints'; see docs/real.md)")
     if len(df) < 2:
         problems.append(f"{path}: {len(df)} rows; a log needs at least 2 control steps")
     time = _column(df, "time", path, problems)
     if "time" not in df.columns:
         problems.append(f"{path}: column 'time' [s] is missing")
-    elif time is not None and len(time) >= 2 and meta.get("control_period"):
-        steps = np.diff(time)
-        if (steps <= 0).any():
-            problems.append(f"{path}: column 'time' is not strictly increasing (row {int(np.argmax(steps <= 0)) + 1})")
-        else:
-            period = float(meta["control_period"])
-            off = np.flatnonzero(np.abs(steps - period) > 0.1 * period)
-            if off.size:
-                problems.append(f"{path}: column 'time' steps by {steps[off[0]]:.4g} s at row {off[0] + 1}; the sidecar's "
-                                f"control_period is {period} s (rows must be one control step apart, dropped steps "
-                                f"split a log in two)")
-    blocks = {p: _block(df, [f"{p}.{j}" for j in joints], path, problems,
-                        {"q": "joint positions", "dq": "joint velocities", "tau": "joint torques",
-                         "action": "policy actions"}[p], required=p != "tau") for p in PER_JOINT + ("action",)}
-    groups = {g: _block(df, [f"{g}.{k}" for k in keys], path, problems, f"'{g}'", required=False)
-              for g, keys in GROUPS.items()}
-    if groups["quat"] is not None:
-        norm = np.linalg.norm(groups["quat"], axis=1)
+    timing = None
+    if time is not None and len(time) >= 2 and meta.get("control_period"):
+        timing, found = check_timing(time, float(meta["control_period"]))
+        problems += [f"{path}: {p}" for p in found]
+    blocks = {g.name: _block(df, _columns(g, joints), path, problems, g.label,
+                             required=g.required) for g in COLUMN_GROUPS}
+    if blocks["quat"] is not None:
+        norm = np.linalg.norm(blocks["quat"], axis=1)
         bad = np.flatnonzero(np.abs(norm - 1.0) > 0.05)
         if bad.size:
-            problems.append(f"{path}: columns quat.w..quat.z are not a unit quaternion at row {bad[0]} (norm "
-                            f"{norm[bad[0]]:.3f}); the order is w, x, y, z")
+            problems.append(f"{path}: columns quat.w..quat.z are not a unit quaternion at {bad.size} rows (first "
+                            f"{bad[0]}, norm {norm[bad[0]]:.3f}); the order is w, x, y, z")
         else:
-            groups["quat"] = groups["quat"] / norm[:, None]
-    obs_cols = sorted((c for c in df.columns if str(c).startswith("obs.")), key=str)
+            blocks["quat"] = blocks["quat"] / norm[:, None]
+    obs_cols = sorted((c for c in df.columns if str(c).startswith(OBS_PREFIX)), key=str)
     obs = None
     if obs_cols:
-        want = [f"obs.{i}" for i in range(len(obs_cols))]
+        want = [f"{OBS_PREFIX}{i}" for i in range(len(obs_cols))]
         if sorted(want) != obs_cols:
             problems.append(f"{path}: observation columns must be obs.0 ... obs.{len(obs_cols) - 1} with no gaps")
         else:
             obs = _block(df, want, path, problems, "policy observations", required=False)
     if problems:
         return None, problems
-    return RealLog(path=path, meta=meta, time=time, joints=tuple(joints), q=blocks["q"], dq=blocks["dq"],
-                   action=blocks["action"], tau=blocks["tau"], obs=obs, **groups), []
+    offsets = meta.get("joint_offsets") or {}
+    blocks["q"] = blocks["q"] + np.array([float(offsets.get(j, 0.0)) for j in joints])
+    log = RealLog(path=path, meta=meta, time=time, joints=tuple(joints), obs=obs, timing=timing, **blocks)
+    return (_on_grid(log) if timing.resampled else log), []
+
+
+def _on_grid(log: RealLog) -> RealLog:
+    """``log`` resampled onto its control grid (states interpolated, per-step values from the
+    nearest row); the rows as logged kept in ``rows``."""
+    grid = grid_times(log.time, log.timing)
+    near = step_rows(log.time, grid, log.control_period)
+    per_step = {g.name for g in COLUMN_GROUPS if g.per_step} | {"obs"}
+    out = {}
+    for name in log._per_row():
+        values = getattr(log, name)
+        if name == "time":
+            out[name] = grid
+        elif name in per_step:
+            out[name] = values[near]
+        elif name == "quat":  # same hemisphere row to row, then interpolate and renormalise
+            q = values.copy()
+            for k in range(1, len(q)):
+                if np.dot(q[k], q[k - 1]) < 0:
+                    q[k] = -q[k]
+            q = interpolate(log.time, q, grid)
+            out[name] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        else:
+            out[name] = interpolate(log.time, values, grid)
+    return replace(log, rows=log, **out)
 
 
 def check_against(log: RealLog, harness) -> list[str]:

@@ -48,18 +48,33 @@ class ControlStepper:
         self.state = None
         self._noise: np.random.Generator | None = None  # set at reset when observations are noisy
         self._pending: deque = deque()
+        delay = self.p.action_latency + self.p.action_delay
+        self.delay_steps = int(math.floor(delay + 1e-9))
+        """Whole control steps an action waits in the queue."""
+        self.delay_substeps = int(round((delay - self.delay_steps) * self.substeps))
+        """Physics steps of a control period the previous action still acts for (fractional delay)."""
+        if self.delay_substeps == self.substeps:
+            self.delay_steps, self.delay_substeps = self.delay_steps + 1, 0
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
         self._actuator = build_actuator(self.p, harness)  # None: the card's ideal law
         self.observer = harness.observer()
 
+    @property
+    def in_flight(self) -> int:
+        """Actions still to reach the motors at any instant: one per whole step of delay, and one
+        more (the one acting now) for a fractional delay."""
+        return self.delay_steps + (1 if self.delay_substeps else 0)
+
     def queue_actions(self, actions) -> None:
-        """Set the actions still in flight in the latency queue (oldest first, one per step of
-        latency): a replay that starts mid-log hands over the logged ones."""
-        actions = list(actions)
-        if len(actions) != self.p.action_latency:
-            raise CrossSimError(f"{self.name}: {len(actions)} actions in flight for a latency of "
-                                f"{self.p.action_latency} steps")
-        self._pending = deque(np.asarray(a, dtype=float) for a in actions)
+        """Set the actions still in flight (oldest first, ``in_flight`` of them): a replay that
+        starts mid-log hands over the logged ones, one at a log's start the action before it."""
+        actions = [np.asarray(a, dtype=float) for a in actions]
+        if len(actions) != self.in_flight:
+            raise CrossSimError(f"{self.name}: {len(actions)} actions in flight for a delay of "
+                                f"{self.p.action_latency + self.p.action_delay:g} steps (expected {self.in_flight})")
+        if self.delay_substeps:
+            self._held = actions.pop(0)
+        self._pending = deque(actions)
 
     def reset(self, initial: InitialState, noise_seed) -> tuple[SimFrame, dict]:
         """Reset engine, task and observation state; return the first frame and the task state."""
@@ -73,7 +88,8 @@ class ControlStepper:
         self._chain = ActuatorChain(self.p, h.max_torque, self.physics_dt, h.canonical.joint_count)
         if self._actuator is not None:
             self._actuator.reset()
-        self._pending = deque(np.zeros(h.action_size) for _ in range(self.p.action_latency))
+        self._pending = deque(np.zeros(h.action_size) for _ in range(self.delay_steps))
+        self._held = np.zeros(h.action_size)
         frame = self.frame()
         task_state = h.task.reset(frame)
         self.observer.reset(task_state)
@@ -103,19 +119,23 @@ class ControlStepper:
         """Apply one (checked) action for one control period; return the new frame (finite)."""
         engine, model, act = self.engine, self.model, self.harness.actuation
         self.observer.acted(action)
-        if self.p.action_latency:
+        if self.delay_steps:
             self._pending.append(action)
             action = self._pending.popleft()
-        target = act.target(action)
         # an actuator model (net history, torque-speed envelope) acts at every physics step
         law = act if self._actuator is None else self._actuator
-        if act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
-            q, qd = engine.joint_state(model, self.state)
-            engine.step(model, self.state, self._chain(act.torques(target, q, qd)), self.substeps)
-        else:
-            for _ in range(self.substeps):
+        parts = [(act.target(action), self.substeps)]
+        if self.delay_substeps:  # the previous action acts for the first part of the period
+            parts = [(act.target(self._held), self.delay_substeps), (parts[0][0], self.substeps - self.delay_substeps)]
+            self._held = action
+        for target, n in parts:
+            if act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
                 q, qd = engine.joint_state(model, self.state)
-                engine.step(model, self.state, self._chain(law.torques(target, q, qd)), 1)
+                engine.step(model, self.state, self._chain(act.torques(target, q, qd)), n)
+            else:
+                for _ in range(n):
+                    q, qd = engine.joint_state(model, self.state)
+                    engine.step(model, self.state, self._chain(law.torques(target, q, qd)), 1)
         after = self.frame()
         check_finite(after, self.name)
         return after
