@@ -60,6 +60,7 @@ class GateArgs:
     engines: tuple[str, ...] = same_as(CrossvalConfig, "engines")
     episodes: int = same_as(CrossvalConfig, "episodes")
     seed: int = same_as(CrossvalConfig, "seed")
+    max_steps: int | None = same_as(CrossvalConfig, "max_steps")
     out: str | None = option(None, help="Output folder for --policy.")
     config: str | None = option(None, help="crosssim.toml or pyproject.toml with the thresholds.")
     junit: str | None = option(None, help="Write JUnit XML here.")
@@ -71,6 +72,7 @@ class ChangedConfig:
     base: str = option(help="Git ref to compare with (e.g. origin/main).")
     under: str = option("policies", help="Folder holding policies.")
     null: bool = option(False, flag=("-z", "--null"), help="End each path with NUL instead of a newline.")
+    all: bool = option(False, help="List every card under --under, changed or not (to evaluate a whole branch).")
 
 
 def _fmt(x: float, digits: int = 1) -> str:
@@ -232,7 +234,7 @@ def cmd_gate(args) -> int:
         # Never trust code from the evaluated files: the gate runs on pull requests. Each side
         # has its own cache folder, so a baseline never reuses rows computed for the PR.
         return crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
-                                       out=out, trust_policy_code=False,
+                                       max_steps=args.max_steps, out=out, trust_policy_code=False,
                                        cache_dir=str(default_root() / "gate" / side)), progress=None)
 
     with contextlib.ExitStack() as stack:
@@ -306,7 +308,7 @@ def cmd_changed(args) -> int:
 
     from crosssim.gitutil import changed_policies
 
-    cards = changed_policies(args.base, under=args.under)
+    cards = changed_policies(args.base, under=args.under, every=getattr(args, "all", False))
     if getattr(args, "null", False):  # for `while IFS= read -r -d ''`: any character in a path survives
         sys.stdout.buffer.write(b"".join(os.fsencode(str(c)) + b"\0" for c in cards))
         sys.stdout.flush()

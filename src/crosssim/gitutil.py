@@ -64,9 +64,10 @@ def _looks_like_card(path: Path) -> bool:
     return isinstance(raw, dict) and "policy" in raw and "task" in raw
 
 
-def changed_policies(base: str, *, root: Path | None = None, under: str = "policies") -> list[Path]:
+def changed_policies(base: str, *, root: Path | None = None, under: str = "policies", every: bool = False) -> list[Path]:
     """Cards under ``under`` whose folder has a file changed between ``base`` and the work tree,
     plus cards elsewhere under ``under`` that read a changed file (shared weights or robots).
+    With ``every``, every tracked file under ``under`` counts as changed (a whole branch's cards).
 
     Fails closed: a git failure, a changed card that does not parse, a card that does not parse
     while changed files belong to no card folder, or a changed file no card owns or reads raises
@@ -75,7 +76,8 @@ def changed_policies(base: str, *, root: Path | None = None, under: str = "polic
     root = (root or repo_root()).resolve()
     top = (root / under).resolve()
     merge_base = _git(["merge-base", resolve_ref(base, root), "HEAD"], root).decode().strip()
-    names = _paths(_git(["diff", "-z", "--name-only", "--no-renames", merge_base, "--", under], root))
+    names = _paths(_git(["ls-files", "-z", "--", under], root) if every else
+                   _git(["diff", "-z", "--name-only", "--no-renames", merge_base, "--", under], root))
     names += _paths(_git(["ls-files", "-z", "--others", "--exclude-standard", "--", under], root))
     cards: set[Path] = set()
     orphans: set[Path] = set()
@@ -98,7 +100,8 @@ def changed_policies(base: str, *, root: Path | None = None, under: str = "polic
                 break
             folder = folder.parent
         else:
-            orphans.add(path.resolve())
+            if not every:  # gating fails closed on an ownerless file; listing a branch skips it (a README)
+                orphans.add(path.resolve())
     for card in cards:
         load_card(card)  # CardError (one line naming the file and field) fails the detection
     if orphans:
