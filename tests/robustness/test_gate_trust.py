@@ -23,6 +23,7 @@ from conftest import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "policy-gate.yml"
+ACTION = ROOT / "action.yml"  # the steps the workflow runs
 ODD_NAMES = ["é-policy", "tab\tname", 'quote"name', "space name", "new\nline", os.fsdecode(b"not-utf8-\xff")]
 
 
@@ -368,15 +369,14 @@ def test_card_named_after_its_weights_is_gated_and_stray_files_fail(tmp_path, go
                           "loose/weights.pt", "belongs to no policy card")
 
 
-def _workflow_script() -> str:
-    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]["steps"]
-    return next(s for s in steps if s.get("name") == "Gate every changed policy")["run"]
+def _action_step(name: str) -> dict:
+    return next(s for s in yaml.safe_load(ACTION.read_text())["runs"]["steps"] if s.get("name") == name)
 
 
 def test_workflow_gates_every_name_and_fails_when_detection_fails(tmp_path, good_policy):
-    """The workflow's own shell step, run with a ``crosssim`` whose ``gate`` only records its
-    arguments: every odd name reaches the gate exactly; a missing base fails the step."""
-    script = _workflow_script()
+    """The action's own shell step, run with a ``crosssim`` whose ``gate`` only records its
+    arguments: every odd name reaches the gate exactly; a missing base fails the gate."""
+    script = _action_step("Gate every changed policy")["run"]
     assert "$(crosssim" not in script and "for " not in script
     repo = _pr_with_odd_names(tmp_path, good_policy)
     bin_dir = tmp_path / "bin"
@@ -386,21 +386,28 @@ def test_workflow_gates_every_name_and_fails_when_detection_fails(tmp_path, good
         f'#!/bin/bash\nif [ "$1" = gate ]; then printf "%s\\0" "$3" >> "{log}"; exit 0; fi\n'
         f'exec "{sys.executable}" -m crosssim.cli "$@"\n')
     (bin_dir / "crosssim").chmod(0o755)
-    # The PR plants its own changed list as a symlink to /dev/null: the step must not read it.
+    # The PR plants a changed list as a symlink to /dev/null in the checkout: the step must not read it.
     (repo / "gate-reports").mkdir()
     (repo / "gate-reports" / "changed.bin").symlink_to("/dev/null")
     runner_temp = tmp_path / "runner-temp"
     runner_temp.mkdir()
-    env = _env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", BASE="main", RUNNER_TEMP=str(runner_temp))
+    output = tmp_path / "github-output"
+    env = _env(tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", BASE="main", RUNNER_TEMP=str(runner_temp),
+               REPORTS=str(runner_temp / "crosssim-gate"), POLICIES="policies", ENGINES="mujoco", EPISODES="1",
+               SEED="0", MAX_STEPS="", GITHUB_OUTPUT=str(output))
+    env["GITHUB_STEP_SUMMARY"] = str(tmp_path / "summary.md")  # _env drops the caller's
     proc = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     gated = sorted(os.fsdecode(p) for p in log.read_bytes().split(b"\0") if p)
     assert gated == sorted(str(repo / "policies" / n / "card.yaml") for n in ODD_NAMES)
     assert f"gated {len(ODD_NAMES)} changed policies" in proc.stdout
+    assert "status=pass" in output.read_text()
     env["BASE"] = "origin/main"
-    shutil.rmtree(runner_temp / "gate-reports")
+    shutil.rmtree(runner_temp / "crosssim-gate")
+    output.write_text("")
     proc = subprocess.run(["bash", "-c", script], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0, proc.stdout + proc.stderr
+    # Recorded as a failure (the action's last step then fails the job, after the upload).
+    assert output.read_text().splitlines() == ["status=fail", "gated=0"], proc.stdout + proc.stderr
     assert "fetch it first" in proc.stderr
 
 
@@ -409,7 +416,7 @@ def test_workflow_python_never_imports_from_the_checkout(tmp_path):
     installs from outside the checkout."""
     job = yaml.safe_load(WORKFLOW.read_text())["jobs"]["gate"]
     assert job["env"]["PYTHONSAFEPATH"] == "1"
-    install = next(s for s in job["steps"] if s.get("name") == "Install crosssim")
+    install = _action_step("Install crosssim")
     assert install["working-directory"] == "${{ runner.temp }}"
     (tmp_path / "pip").mkdir()
     (tmp_path / "pip" / "__main__.py").write_text("print('PR CODE RAN')\n")
