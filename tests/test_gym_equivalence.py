@@ -22,6 +22,12 @@ CASES = [
     ("Ant-v4", {}, "Ant-v4", {}),
     ("Ant-v4", {"contact_forces": "on"}, "Ant-v4", {"use_contact_forces": True}),
     ("Ant", {"contact_forces": "off"}, "Ant-v5", {"include_cfrc_ext_in_observation": False}),
+    ("Swimmer", {}, "Swimmer-v5", {}),
+    ("InvertedPendulum", {}, "InvertedPendulum-v5", {}),
+    ("InvertedDoublePendulum", {}, "InvertedDoublePendulum-v5", {}),
+    ("Reacher", {}, "Reacher-v5", {}),
+    ("Pusher", {}, "Pusher-v5", {}),
+    ("Humanoid", {}, "Humanoid-v5", {}),
 ]
 STEPS = 300
 
@@ -32,18 +38,19 @@ def gym_make(env_id: str, **kwargs):
         return gym.make(env_id, **kwargs)
 
 
-def assert_same_episodes(ours, ref, steps: int = STEPS, seeds=(0, 7), atol: float = 1e-6, label: str = ""):
-    """Reset both with each seed, step both with the same random actions: observation, reward and
-    termination agree within ``atol`` at every step."""
+def assert_same_episodes(ours, ref, steps: int = STEPS, seeds=(0, 7), atol: float = 1e-6, label: str = "", act=None):
+    """Reset both with each seed, step both with the same actions (random, or ``act(ref)``):
+    observation, reward and termination agree within ``atol`` at every step."""
     rng = np.random.default_rng(1)
     low, high = ref.action_space.low, ref.action_space.high
+    act = act or (lambda env: rng.uniform(low, high).astype(np.float32))
     for seed in seeds:
         o_ref, _ = ref.reset(seed=seed)
         o_ours, _ = ours.reset(seed=seed)
         assert o_ours.shape == o_ref.shape, f"{label} observation size"
         np.testing.assert_allclose(o_ours, o_ref, atol=atol, err_msg=f"{label} reset obs, seed {seed}")
         for t in range(steps):
-            a = rng.uniform(low, high).astype(np.float32)
+            a = act(ref)
             o_ref, r_ref, term_ref, trunc_ref, _ = ref.step(a)
             o_ours, r_ours, term_ours, _, _ = ours.step(a)
             np.testing.assert_allclose(o_ours, o_ref, atol=atol, err_msg=f"{label} obs at step {t}, seed {seed}")
@@ -59,6 +66,27 @@ def test_matches_gymnasium(task, options, gym_id, gym_kwargs):
     ref = gym_make(gym_id, **gym_kwargs)
     ours = make_env(task, engine="mujoco", task_options=options)
     assert_same_episodes(ours, ref, label=f"{task} {options}")
+    ours.close()
+
+
+def push_object(env):
+    """Pusher action that drives the arm's tip at the object (Jacobian transpose on the reference
+    env's state), so that the arm touches and moves it: random actions almost never do."""
+    import mujoco
+
+    m, d = env.unwrapped.model, env.unwrapped.data
+    jac = np.zeros((3, m.nv))
+    mujoco.mj_jacBody(m, d, jac, None, m.body("tips_arm").id)
+    error = d.body("object").xpos - d.body("tips_arm").xpos
+    return np.clip(50 * jac[:, :7].T @ error - 0.5 * d.qvel[:7], -2, 2).astype(np.float32)
+
+
+def test_pusher_matches_gymnasium_while_pushing_the_object():
+    ref, ours = gym_make("Pusher-v5"), make_env("Pusher")
+    start = ours.reset(seed=1)[0][17:20]  # the object's position
+    assert_same_episodes(ours, ref, steps=100, seeds=(1,), label="Pusher pushing", act=push_object)
+    moved = np.linalg.norm(ref.unwrapped.data.body("object").xpos - start)
+    assert moved > 0.05, f"the arm did not move the object ({moved:.3f} m): no contact was compared"
     ours.close()
 
 

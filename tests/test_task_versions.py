@@ -82,3 +82,26 @@ def test_policy_of_another_version_is_told_which_to_choose(tmp_path):
                                  control_period=None))
     h = Harness.from_card(right)
     assert load_policy(right, obs_size=h.obs_size, action_size=h.action_size).obs_size in (None, 111)
+
+
+@pytest.mark.parametrize("task", ["InvertedDoublePendulum", "Reacher", "Pusher", "Humanoid"])
+def test_kinematics_from_the_joint_state_match_mujocos_own(task):
+    """Engines without MuJoCo's body arrays get them from crosssim.tasks.kinematics: at a state where
+    MuJoCo's are current (after mj_forward), the observation and reward are the same either way."""
+    from dataclasses import replace
+
+    from crosssim.gym_env import CrossSimEnv
+
+    env = CrossSimEnv(task, "mujoco")
+    env.reset(seed=3)
+    frame = env.episode.stepper.frame()
+    assert frame.derived is not None
+    bare = replace(frame, derived=None)
+    task_ = env.task
+    np.testing.assert_allclose(task_.observe(bare, {}), task_.observe(frame, {}), atol=1e-9)
+    action = np.zeros(env.action_space.shape)
+    assert task_.step(bare, bare, action, {}, 0.01).reward == pytest.approx(
+        task_.step(frame, frame, action, {}, 0.01).reward, abs=1e-9)
+    moved = replace(bare, qpos=bare.qpos + 0.05)  # and the fallback does follow the joints
+    assert not np.allclose(task_.observe(moved, {}), task_.observe(bare, {}))
+    env.close()

@@ -45,6 +45,12 @@ class SimFrame:
     body_ext_wrench: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
     """External (contact) wrench on each body except the world, MuJoCo ``cfrc_ext`` convention:
     [torque (3) N m, force (3) N], about the robot's centre of mass, world-aligned axes."""
+    derived: dict[str, np.ndarray] | None = None
+    """The engine's own derived quantities, where it declares ``native_derived`` and the task asked
+    (``Task.needs_derived``): MuJoCo's mjData arrays ``xpos``, ``xquat``, ``xipos``, ``cinert``,
+    ``cvel``, ``site_xpos`` and ``qfrc_constraint`` (world body and rows included) as its last
+    kinematics pass left them: one integrator stage behind ``qpos``, which is what gymnasium's
+    environments observe. None: tasks compute them from qpos/qvel (crosssim.tasks.kinematics)."""
 
     @property
     def base_ang_vel_body(self) -> np.ndarray:

@@ -87,6 +87,13 @@ class EngineCapabilities:
     """Several live states of one model step in lockstep at no extra cost, so the runner may
     batch episodes. Every engine must keep interleaved states apart (the contract); this flag
     says doing so is cheap (PyBullet restores a snapshot per switch: correct, not cheap)."""
+    fluid: bool = False
+    """The engine applies MuJoCo's fluid forces (``<option viscosity density>``: Swimmer). A scene
+    that sets them is refused by an engine without, rather than run as a robot in vacuum."""
+    native_derived: bool = False
+    """``frame(..., derived=True)`` fills ``SimFrame.derived`` from the engine's own body arrays
+    (MuJoCo), so gymnasium's tasks read exactly what gymnasium reads; other engines' frames leave
+    it None and the task computes the same quantities from the joint state."""
 
 
 @runtime_checkable

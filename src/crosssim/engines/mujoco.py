@@ -15,6 +15,8 @@ from crosssim.variant import CompiledModel
 
 
 BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
+DERIVED = ("xpos", "xquat", "xipos", "cinert", "cvel", "site_xpos", "qfrc_constraint")
+"""mjData arrays a frame carries with ``derived=True`` (SimFrame.derived)."""
 
 
 @dataclass
@@ -31,8 +33,9 @@ class EngineMuJoCo(EngineBase):
     (``ctrl`` stays 0); crosssim's torques enter as ``qfrc_applied``."""
 
     name = "mujoco"
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True)
-    """Many MjData on one MjModel step independently; mj_resetData reuses one in place."""
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, native_derived=True, fluid=True)
+    """Many MjData on one MjModel step independently; mj_resetData reuses one in place; mjData's
+    body arrays are the derived quantities gymnasium reads."""
 
     settings_keys = frozenset({"iterations"})
 
@@ -73,7 +76,8 @@ class EngineMuJoCo(EngineBase):
     def joint_state(self, model: MuJoCoModel, state: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         return state.qpos, state.qvel
 
-    def frame(self, model: MuJoCoModel, state: mujoco.MjData, *, contacts: bool = False) -> SimFrame:
+    def frame(self, model: MuJoCoModel, state: mujoco.MjData, *, contacts: bool = False,
+              derived: bool = False) -> SimFrame:
         m = model.mj
         vel = np.zeros(6)
         mujoco.mj_objectVelocity(m, state, mujoco.mjtObj.mjOBJ_XBODY, 1, vel, 0)
@@ -91,6 +95,7 @@ class EngineMuJoCo(EngineBase):
             base_ang_vel=vel[:3].copy(),
             joint_torque=state.qfrc_applied[model.qfrc_index].copy(),
             body_ext_wrench=wrench,
+            derived={k: getattr(state, k).copy() for k in DERIVED} if derived else None,
         )
 
     def audit(self, model: MuJoCoModel) -> list[AuditRow]:

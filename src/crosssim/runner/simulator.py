@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crosssim.engines.base import Engine, EngineProfile, get_engine
+from crosssim.errors import EngineFailure
 from crosssim.perturb import Perturbation
 from crosssim.profiles import check_settings
 from crosssim.variant import Variant, compile_model
@@ -39,4 +40,14 @@ def open_engine(profile: EngineProfile, scene, perturbation: Perturbation | Vari
     top = perturbation.variant() if isinstance(perturbation, Perturbation) else perturbation or Variant()
     variant = profile.variant.then(top)
     compiled = compile_model(scene, variant.model)
+    check_features(engine, compiled, profile.name)
     return Simulator(engine, engine.load(compiled, profile), profile.name, variant, compiled.timestep)
+
+
+def check_features(engine: Engine, compiled, column: str) -> None:
+    """Refuse, in one line, a scene that needs a feature ``engine`` does not declare (its capabilities):
+    run without it, the engine would simulate another robot and call it this one."""
+    opt = compiled.mj.opt
+    if (opt.viscosity > 0 or opt.density > 0) and not engine.capabilities.fluid:
+        raise EngineFailure(f"{column}: {compiled.scene.name} moves in a fluid (viscosity {opt.viscosity:g}, density "
+                            f"{opt.density:g}) and {engine.name} has no fluid model; run it in mujoco")

@@ -96,7 +96,10 @@ class ControlStepper:
         return frame, task_state
 
     def frame(self) -> SimFrame:
-        return self.engine.frame(self.model, self.state, contacts=self.harness.task.needs_contacts)
+        task = self.harness.task
+        if getattr(task, "needs_derived", False) and self.engine.capabilities.native_derived:
+            return self.engine.frame(self.model, self.state, contacts=task.needs_contacts, derived=True)
+        return self.engine.frame(self.model, self.state, contacts=task.needs_contacts)
 
     def observe(self, frame: SimFrame, task_state: dict) -> np.ndarray:
         obs = self.observer(frame, task_state)

@@ -15,6 +15,12 @@ BUILTIN_TASKS = {
     "Walker2d": "crosssim.tasks.gym_locomotion:Walker2d",
     "HalfCheetah": "crosssim.tasks.gym_locomotion:HalfCheetah",
     "Ant": "crosssim.tasks.gym_locomotion:Ant",
+    "Swimmer": "crosssim.tasks.gym_classic:Swimmer",
+    "InvertedPendulum": "crosssim.tasks.gym_classic:InvertedPendulum",
+    "InvertedDoublePendulum": "crosssim.tasks.gym_classic:InvertedDoublePendulum",
+    "Reacher": "crosssim.tasks.gym_classic:Reacher",
+    "Pusher": "crosssim.tasks.gym_manipulation:Pusher",
+    "Humanoid": "crosssim.tasks.gym_humanoid:Humanoid",
     "Locomotion": "crosssim.tasks.locomotion:Locomotion",
 }
 """name -> ``"module:Class"`` of crosssim's own tasks (a subclass of Task whose ``name`` is the key)."""

@@ -34,6 +34,9 @@ class Task:
     """Control steps per episode (gymnasium's TimeLimit)."""
     needs_contacts: bool = False
     """Whether observation or reward read ``SimFrame.body_ext_wrench``."""
+    needs_derived: bool = False
+    """Whether observation or reward read body poses or velocities (``SimFrame.derived`` where the
+    engine has them, else crosssim.tasks.kinematics)."""
     success_survival: float = 1.0
     """Share of ``max_steps`` an episode must run before a termination for it to count as doing the
     task (1: to the step limit; ``succeeded``, read by the harness check; docs/risk.md)."""

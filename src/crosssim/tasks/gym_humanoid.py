@@ -1,0 +1,62 @@
+"""Gymnasium's Humanoid (v5): a 17-joint humanoid runs forward; its observation holds every body's
+com-frame inertia and velocity, the actuator torques and the contact wrenches.
+
+Observation, reward, termination and reset follow gymnasium 1.x ``Humanoid-v5`` with default
+arguments (body quantities through crosssim.tasks.kinematics); tests/test_gym_equivalence.py
+checks it step for step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crosssim.tasks.base import ResetNoise, StepResult
+from crosssim.tasks.gym_base import GymTask
+from crosssim.tasks.kinematics import kinematics_of
+
+
+class Humanoid(GymTask):
+    """qpos: free base (7) then 17 hinges; the forward speed is that of the whole body's centre of mass."""
+
+    name = "Humanoid"
+    scene = "gymnasium:humanoid.xml"
+    versions = {"v5": scene}
+    frame_skip = 5
+    needs_contacts = True
+    needs_derived = True
+    forward_weight = 1.25
+    ctrl_cost_weight = 0.1
+    contact_cost_weight = 5e-7
+    contact_cost_max = 10.0
+    healthy_reward = 5.0
+    healthy_z = (1.0, 2.0)
+    reset_noise = ResetNoise(1e-2)
+    success_survival = 0.1  # as the other locomotion tasks
+
+    def observation_size(self, c):
+        bodies = len(c.body_names)
+        return (c.nq - 2) + c.nv + 10 * bodies + 6 * bodies + (c.nv - 6) + 6 * bodies
+
+    def initial_state(self, c, rng):
+        return self.reset_noise.sample(c.qpos0, c.nv, rng)
+
+    def observe(self, frame, state):
+        k = kinematics_of(self.scene).of(frame)
+        return np.concatenate((frame.qpos[2:], frame.qvel, k["cinert"][1:].ravel(), k["cvel"][1:].ravel(),
+                               frame.joint_torque, frame.body_ext_wrench.ravel()))
+
+    def _mass_center(self, frame) -> np.ndarray:
+        kin = kinematics_of(self.scene)
+        mass = kin.m.body_mass[:, None]
+        return (mass * kin.of(frame)["xipos"]).sum(axis=0)[:2] / mass.sum()
+
+    def step(self, before, after, action, state, dt):
+        x_velocity = float((self._mass_center(after)[0] - self._mass_center(before)[0]) / dt)
+        forward = self.forward_weight * x_velocity
+        healthy = bool(self.healthy_z[0] < after.qpos[2] < self.healthy_z[1])
+        survive = self.healthy_reward * float(healthy)
+        ctrl = self.ctrl_cost_weight * float(np.sum(np.square(action)))
+        # The world's row of cfrc_ext, which gymnasium sums too, is always zero.
+        contact = min(self.contact_cost_weight * float(np.sum(np.square(after.body_ext_wrench))), self.contact_cost_max)
+        terms = {"forward": forward, "survive": survive, "ctrl": -ctrl, "contact": -contact, "x_velocity": x_velocity}
+        return StepResult(forward + survive - ctrl - contact, terms, not healthy)
