@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies bench validate multisim clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate multisim clean-venv
 
 venv: $(STAMP)
 
@@ -35,6 +35,12 @@ test-fast: $(STAMP)
 
 policies: $(STAMP)
 	$(PY) scripts/train_policies.py $(ARGS)
+
+# Policies other people trained (RL Zoo, Unitree G1, Playground Go1) into ../shared/fixtures, where
+# tests and tests/cards look: from their repositories at pinned commits, every file sha256-checked
+# (scripts/fixtures.json); an existing folder is only checked. FIXTURES=dir puts them elsewhere.
+fixtures: $(STAMP)
+	$(PY) scripts/fetch_fixtures.py $(if $(FIXTURES),--dest $(FIXTURES)) $(ARGS)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py $(ARGS)
