@@ -116,6 +116,32 @@ def test_isaaclab_net_matches_hand_computation(tmp_path):
         np.testing.assert_allclose(m.torques(target, q, qd), np.clip(tau, lo, hi), rtol=1e-5, atol=1e-4)
 
 
+def test_numpy_fast_path_only_for_plain_chains(tmp_path):
+    """A Linear/activation chain runs as numpy (the net runs every physics step); a forward that
+    does more than its layers say falls back to TorchScript, with the same torques either way."""
+    from crosssim.actuators import numpy_chain
+
+    net = torch.jit.load(str(save(MLP(6), tmp_path / "mlp.pt", 6)))
+    fast = numpy_chain(net, 6)
+    x = np.random.default_rng(2).normal(size=(5, 6))
+    assert fast is not None
+    np.testing.assert_allclose(fast(x), net(torch.from_numpy(x).float()).detach().numpy()[:, 0], rtol=1e-5, atol=1e-6)
+
+    class Doubled(MLP):
+        def forward(self, x):
+            return self.l2(self.act(2.0 * self.l1(x)))
+
+    doubled = Doubled(6)
+    assert numpy_chain(torch.jit.load(str(save(doubled, tmp_path / "doubled.pt", 6))), 6) is None
+    m = model(tmp_path / "doubled.pt")
+    target, q, qd = trajectory(1)[0]
+    x = np.stack([q - target, 0 * q, 0 * q, qd, 0 * q, 0 * q], axis=1)
+    w1, b1 = doubled.l1.weight.detach().double().numpy(), doubled.l1.bias.detach().double().numpy()
+    h = 2.0 * (x @ w1.T + b1)
+    expected = (h / (1 + np.abs(h))) @ doubled.l2.weight.detach().double().numpy().T + doubled.l2.bias.item()
+    np.testing.assert_allclose(m.torques(target, q, qd), expected[:, 0], rtol=1e-5, atol=1e-5)
+
+
 def test_history_resets_per_episode(tmp_path):
     """After reset() the net sees the same zero history as a fresh model: same torques."""
     m = model(save(MLP(6), tmp_path / "wtw.pt", 6))

@@ -225,6 +225,54 @@ def load_net(spec: ActuatorSpec, rows: int):
     return net
 
 
+_ACTIVATIONS = {
+    "ReLU": lambda h: np.maximum(h, 0.0),
+    "Tanh": np.tanh,
+    "Softsign": lambda h: h / (1.0 + np.abs(h)),
+    "Sigmoid": lambda h: 1.0 / (1.0 + np.exp(-h)),
+    "ELU": lambda h: np.where(h > 0, h, np.expm1(np.minimum(h, 0.0))),
+    "Identity": lambda h: h,
+}
+
+
+def numpy_chain(net, inputs: int):
+    """The net as a numpy function when it is a plain chain of Linear layers and parameter-free
+    activations (walk-these-ways' and ANYdrive's nets are), else None. A TorchScript call costs
+    tens of microseconds even for a tiny MLP, and the net runs at every physics step; the chain is
+    used only if it reproduces the TorchScript forward on probe inputs far beyond the usual range."""
+    import torch
+
+    layers = []
+    for name, mod in net.named_modules():
+        kind = getattr(mod, "original_name", None)
+        if name == "" or kind == "Sequential":
+            continue
+        if kind == "Linear":
+            w = mod.weight.detach().double().numpy()
+            b = mod.bias.detach().double().numpy() if mod.bias is not None else np.zeros(w.shape[0])
+            layers.append((w.T.copy(), b))
+        elif kind in _ACTIVATIONS:
+            layers.append(_ACTIVATIONS[kind])
+        else:
+            return None
+
+    def forward(x: np.ndarray) -> np.ndarray:
+        for layer in layers:
+            x = x @ layer[0] + layer[1] if isinstance(layer, tuple) else layer(x)
+        return x.reshape(-1)
+
+    probe = np.random.default_rng(0).normal(size=(256, inputs)) * np.repeat([0.1, 1.0, 10.0, 100.0], 64)[:, None]
+    try:
+        with torch.no_grad():
+            ref = net(torch.from_numpy(probe.astype(np.float32))).double().numpy().reshape(-1)
+        ours = forward(probe.astype(np.float32).astype(np.float64))
+    except Exception:  # a layer in another order, shapes that do not chain: TorchScript it is
+        return None
+    if ours.shape != ref.shape or not np.allclose(ours, ref, rtol=1e-4, atol=1e-4 * (1 + np.abs(ref).max())):
+        return None
+    return forward
+
+
 def dc_envelope(tau: np.ndarray, qvel: np.ndarray, saturation: np.ndarray, free_speed: np.ndarray,
                 limit: np.ndarray) -> np.ndarray:
     """``tau`` clipped to the DC-motor envelope: at joint speed qd the motor gives at most
@@ -260,6 +308,7 @@ class ActuatorModel:
                 raise _fail(spec.path, "an actuator net turns a position target into torque; the card's action.mode "
                                        f"{act.mode!r} has no target (use pd or position)")
             self.net = load_net(spec, n)
+            self.forward = numpy_chain(self.net, 2 * len(spec.input_idx))
             self.idx = np.asarray(spec.input_idx)
             self.err = np.zeros((spec.history, n))
             self.vel = np.zeros((spec.history, n))
@@ -272,15 +321,18 @@ class ActuatorModel:
 
     def net_torques(self, target: np.ndarray, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """One physics step of the net: history shifted by one, newest first; torque per policy joint."""
-        import torch
-
         s = self.spec
         self.err[1:] = self.err[:-1]
         self.vel[1:] = self.vel[:-1]
         self.err[0] = target - q
         self.vel[0] = qd
         pos, vel = self.err[self.idx].T * s.pos_scale, self.vel[self.idx].T * s.vel_scale
+        # float32 inputs, as the net saw in training, whichever path evaluates it
         x = np.concatenate([pos, vel] if s.input_order == "pos_vel" else [vel, pos], axis=1).astype(np.float32)
+        if self.forward is not None:
+            return self.forward(x.astype(np.float64)) * s.torque_scale
+        import torch
+
         with torch.no_grad():
             out = self.net(torch.from_numpy(x))
         return out.reshape(-1).double().numpy() * s.torque_scale
