@@ -380,3 +380,20 @@ def test_every_engine_steps_with_the_model(tmp_path, engine):
             sim.close()
     np.testing.assert_allclose(final["pd"], final["ideal"], atol=1e-3)
     assert np.abs(final["weak"] - final["ideal"]).max() > 0.05
+
+
+def test_crossval_refuses_a_bad_actuator_file_before_running(tmp_path, monkeypatch):
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
+
+    sims = tmp_path / "simulators"
+    sims.mkdir()
+    (sims / "bad.pt").write_bytes(b"not a zip")
+    (sims / "mujoco-bad.yaml").write_text("engine: mujoco\nsettings:\n  actuator: bad.pt\n")
+    monkeypatch.setenv("CROSSSIM_SIMULATORS", str(sims))
+    with pytest.raises(CrossSimError) as e:
+        crossval(CrossvalConfig(policy=str(_ant_pd_card(tmp_path)), engines=("mujoco", "mujoco-bad"), episodes=1,
+                                out=str(tmp_path / "run"), risk=False, report=False, trust_policy_code=True,
+                                cache_dir=str(tmp_path / "cache")))
+    _one_line(e, "bad.pt")
+    assert not (tmp_path / "run" / "results.parquet").exists()

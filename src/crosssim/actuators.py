@@ -181,6 +181,24 @@ def per_joint(spec: ActuatorSpec, key: str, names: list[str], default: np.ndarra
     return out
 
 
+def check_file(path) -> None:
+    """Refuse a malformed actuator file, or a net outside the TorchScript allow-list, in one line
+    naming it; runs nothing from it (the crossval checks every column's file before it starts)."""
+    spec = load_spec(path)
+    if spec.net is not None:
+        _check_net(spec.net)
+
+
+def _check_net(path: Path) -> None:
+    from crosssim.errors import PolicyLoadError
+    from crosssim.policies.tscheck import check_torchscript
+
+    try:
+        check_torchscript(path)
+    except PolicyLoadError as exc:  # the policy's --trust-policy-code hint does not apply here
+        raise CrossSimError(f"actuator net {str(exc).split('; pass --trust-policy-code')[0]}") from None
+
+
 @functools.lru_cache(maxsize=8)
 def _load_net(path: Path, digest: str):
     """The checked, loaded TorchScript net (one per file content and process)."""
@@ -188,14 +206,9 @@ def _load_net(path: Path, digest: str):
 
     import torch
 
-    from crosssim.errors import PolicyLoadError
-    from crosssim.policies.tscheck import check_torchscript
     from crosssim.policies.torchscript import error_line
 
-    try:
-        check_torchscript(path)
-    except PolicyLoadError as exc:  # the policy's --trust-policy-code hint does not apply here
-        raise CrossSimError(f"actuator net {str(exc).split('; pass --trust-policy-code')[0]}") from None
+    _check_net(path)
     data = path.read_bytes()
     try:
         net = torch.jit.load(io.BytesIO(data), map_location="cpu")
