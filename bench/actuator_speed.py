@@ -37,20 +37,21 @@ def _linear_net(w, path: Path) -> None:
 
 
 def _trained_net(path: Path, seed: int = 0) -> float:
-    """An MLP (6-32-32-1, softsign) fitted to a drive at 60 % stiffness, 2 physics steps late,
+    """An MLP (6-16-16-1, softsign) fitted to a drive at 60 % stiffness, 2 physics steps late,
     with extra damping and a soft 20 N m saturation; returns its RMS fit error [N m]."""
     import torch
 
     torch.manual_seed(seed)
+    torch.set_num_threads(1)  # same numbers on every host
     rng = np.random.default_rng(seed)
-    x = np.concatenate([rng.normal(0, 0.3, (4096, 3)), rng.normal(0, 6.0, (4096, 3))], axis=1)
+    x = np.concatenate([rng.normal(0, 0.3, (1024, 3)), rng.normal(0, 6.0, (1024, 3))], axis=1)
     # walk-these-ways inputs: e = q - target, newest first, then velocities
     y = 20.0 * np.tanh((-0.6 * 35.0 * x[:, 2] - 0.3 * x[:, 3]) / 20.0)
-    net = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.Softsign(), torch.nn.Linear(32, 32),
-                              torch.nn.Softsign(), torch.nn.Linear(32, 1))
+    net = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.Softsign(), torch.nn.Linear(16, 16),
+                              torch.nn.Softsign(), torch.nn.Linear(16, 1))
     xt, yt = torch.tensor(x, dtype=torch.float32), torch.tensor(y[:, None], dtype=torch.float32)
     opt = torch.optim.Adam(net.parameters(), lr=3e-3)
-    for _ in range(3000):
+    for _ in range(1500):
         opt.zero_grad()
         loss = torch.mean((net(xt) - yt) ** 2)
         loss.backward()

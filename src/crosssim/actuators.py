@@ -201,15 +201,27 @@ def _check_net(path: Path) -> None:
 
 @functools.lru_cache(maxsize=8)
 def _load_net(path: Path, digest: str):
-    """The checked, loaded TorchScript net (one per file content and process)."""
+    """The net in ``path`` (one per file content and process): the bytes checked against the
+    allow-list are the bytes loaded (a private copy, so the file cannot change in between)."""
     import io
+    import tempfile
 
     import torch
 
+    from crosssim.policies.limits import check_file_size
     from crosssim.policies.torchscript import error_line
 
-    _check_net(path)
+    check_file_size(path)
     data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise _fail(path, "the file changed while crosssim was reading it; run again")
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / path.name
+        copy.write_bytes(data)
+        try:
+            _check_net(copy)
+        except CrossSimError as exc:
+            raise CrossSimError(str(exc).replace(str(copy), str(path))) from None
     try:
         net = torch.jit.load(io.BytesIO(data), map_location="cpu")
     except Exception as exc:
