@@ -180,3 +180,98 @@ def test_go1_without_base_pose_starts_standing_and_finds_the_gyro_bug(tmp_path):
     assert terms["projected_gravity"]["status"] == terms["joint_pos_rel"]["status"] == "ok"
     assert terms["sensor:local_linvel"]["status"] == "not checked"  # privileged: not logged, here deliberately
     assert all(t["status"] in ("ok", "not checked") for t in section["conformance"]["per_log"][dry.name])
+
+
+# -- converters: files written here in the layouts robots produce -------------------------------
+
+HEADER = """builtin_interfaces/Time stamp
+string frame_id
+================================================================================
+MSG: builtin_interfaces/Time
+int32 sec
+uint32 nanosec"""
+JOINT_STATE = "std_msgs/Header header\nstring[] name\nfloat64[] position\nfloat64[] velocity\nfloat64[] effort\n" \
+    "================================================================================\nMSG: std_msgs/Header\n" + HEADER
+IMU = ("std_msgs/Header header\ngeometry_msgs/Quaternion orientation\nfloat64[9] orientation_covariance\n"
+       "geometry_msgs/Vector3 angular_velocity\nfloat64[9] angular_velocity_covariance\n"
+       "geometry_msgs/Vector3 linear_acceleration\nfloat64[9] linear_acceleration_covariance\n"
+       "================================================================================\nMSG: std_msgs/Header\n"
+       + HEADER + "\n================================================================================\n"
+       "MSG: geometry_msgs/Quaternion\nfloat64 x\nfloat64 y\nfloat64 z\nfloat64 w\n"
+       "================================================================================\n"
+       "MSG: geometry_msgs/Vector3\nfloat64 x\nfloat64 y\nfloat64 z")
+ARRAY = ("std_msgs/MultiArrayLayout layout\nfloat32[] data\n"
+         "================================================================================\n"
+         "MSG: std_msgs/MultiArrayLayout\nstd_msgs/MultiArrayDimension[] dim\nuint32 data_offset\n"
+         "================================================================================\n"
+         "MSG: std_msgs/MultiArrayDimension\nstring label\nuint32 size\nuint32 stride")
+
+
+def _stamp(t):
+    return {"sec": int(t), "nanosec": int(round((t - int(t)) * 1e9))}
+
+
+def test_convert_a_ros2_bag_in_mcap(tmp_path):
+    """JointState in another joint order, Imu (x, y, z, w), Float32MultiArray actions; 50 Hz with
+    a 17 ms step; converted by `crosssim logs convert`, validated, joints reordered by name."""
+    pytest.importorskip("mcap_ros2")
+    from mcap_ros2.writer import Writer
+
+    bag = tmp_path / "run.mcap"
+    times = np.arange(30) * 0.02
+    times[10:] -= 0.003
+    with open(bag, "wb") as f:
+        w = Writer(f)
+        js, imu, arr = (w.register_msgdef("sensor_msgs/msg/JointState", JOINT_STATE),
+                        w.register_msgdef("sensor_msgs/msg/Imu", IMU),
+                        w.register_msgdef("std_msgs/msg/Float32MultiArray", ARRAY))
+        for k, t in enumerate(times):
+            ns = int(round(t * 1e9)) + 1_000_000_000
+            stamp = {"stamp": _stamp(1.0 + t), "frame_id": "base"}
+            w.write_message("/joint_states", js, {"header": stamp, "name": ["j3", "j1", "j2"],
+                                                  "position": [0.3 + k, 0.1 + k, 0.2 + k], "velocity": [3.0, 1.0, 2.0],
+                                                  "effort": []}, log_time=ns, publish_time=ns)
+            w.write_message("/imu", imu, {"header": stamp, "orientation": {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0},
+                                          "orientation_covariance": [0.0] * 9,
+                                          "angular_velocity": {"x": 0.1, "y": 0.2, "z": 0.3},
+                                          "angular_velocity_covariance": [0.0] * 9,
+                                          "linear_acceleration": {"x": 0.0, "y": 0.0, "z": 9.8},
+                                          "linear_acceleration_covariance": [0.0] * 9}, log_time=ns + 1000,
+                            publish_time=ns + 1000)
+            w.write_message("/policy/action", arr, {"layout": {"dim": [], "data_offset": 0}, "data": [k, -k, 0.5]},
+                            log_time=ns + 2000, publish_time=ns + 2000)
+        w.finish()
+    out = tmp_path / "logs" / "run.parquet"
+    proc = subprocess.run([sys.executable, "-m", "crosssim.cli", "logs", "convert", str(bag), "--out", str(out),
+                           "--joints", "j1,j2,j3", "--control-period", "0.02", "--robot", "arm3", "--action-delay", "1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "topic /policy/obs not in the bag" in proc.stdout and "jitter" in proc.stdout
+    log, problems = validate(out)
+    assert not problems and len(log) == 30 and log.action_delay == 1
+    raw = log.as_logged
+    np.testing.assert_allclose(raw.q[5], [5.1, 5.2, 5.3])
+    np.testing.assert_allclose(raw.dq[0], [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(raw.action[7], [7, -7, 0.5])
+    np.testing.assert_allclose(raw.quat[0], [1, 0, 0, 0]) and np.testing.assert_allclose(raw.gyro[0], [0.1, 0.2, 0.3])
+    assert raw.time[0] == pytest.approx(1.0) and log.timing.jitter_max == pytest.approx(0.003, abs=1e-6)
+
+
+def test_convert_a_per_step_json_list(tmp_path):
+    steps = [{"t": 0.02 * k, "joint_pos": [k, k + 1, k + 2], "joint_vel": [0, 0, 0], "actions": [1, 2, 3],
+              "base_quat": [0, 0, 0, 1], "gyro": [0.0, 0.1, 0.2], "note": "x"} for k in range(6)]
+    (tmp_path / "steps.json").write_text(json.dumps({"steps": steps}))
+    out = tmp_path / "logs" / "steps.csv"
+    from crosssim.real.convert import Target, from_json_steps
+
+    path, ignored = from_json_steps(tmp_path / "steps.json", out, Target("r", ("j1", "j2", "j3"), 0.02, "xyzw"))
+    log, problems = validate(path)
+    assert not problems and ignored == ["note"]
+    np.testing.assert_allclose(log.q[2], [2, 3, 4]) and np.testing.assert_allclose(log.quat[0], [1, 0, 0, 0])
+    steps[3]["joint_pos"] = [1.0]
+    (tmp_path / "bad.json").write_text(json.dumps(steps))
+    proc = subprocess.run([sys.executable, "-m", "crosssim.cli", "logs", "convert", str(tmp_path / "bad.json"),
+                           "--out", str(tmp_path / "bad.parquet"), "--joints", "j1,j2,j3", "--control-period", "0.02"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "bad.json: step 3: 'q' has 1 values; expected 3" in proc.stdout + proc.stderr

@@ -66,6 +66,54 @@ def cmd_validate(args) -> int:
     return EXIT_ERROR if failed else EXIT_OK
 
 
+def cmd_convert(args) -> int:
+    """A per-step JSON list or a ROS 2 bag (MCAP) -> a crosssim log, then validated."""
+    from pathlib import Path
+
+    from crosssim.real.convert import Target, Topics, from_json_steps, from_mcap
+    from crosssim.real.logs import LogError, validate
+
+    source = Path(args.source)
+    kind = args.format if args.format != "auto" else {".json": "json", ".mcap": "mcap"}.get(source.suffix)
+    if kind is None:
+        raise LogError(f"{source}: cannot tell the layout from the suffix {source.suffix!r}; pass --format json|mcap")
+    joints, period, robot, extra = args.joints, args.control_period, args.robot, {}
+    if args.policy:
+        import os
+
+        from crosssim.card import load_card
+        from crosssim.runner.harness import Harness
+
+        harness = Harness.from_card(load_card(args.policy))
+        joints = joints or tuple(harness.canonical.joint_names[j] for j in harness.joints)
+        period = period or harness.control_dt
+        robot = robot or harness.scene.stem
+        extra["card"] = os.path.relpath(Path(args.policy).resolve(), Path(args.out).resolve().parent)
+    if not joints or not period:
+        raise LogError(f"{source}: pass --policy CARD, or --joints and --control-period (the policy's joint order "
+                       "and period)")
+    if args.action_delay:
+        extra["action_delay"] = args.action_delay
+    if args.dry_run:
+        extra["applied"] = False
+    target = Target(robot or source.stem, tuple(joints), float(period), args.quat_order, tuple(extra.items()))
+    if kind == "json":
+        path, notes = from_json_steps(source, args.out, target)
+        notes = [f"ignored keys: {', '.join(notes)}"] if notes else []
+    else:
+        topics = Topics(args.topic_joint_states, args.topic_action, args.topic_imu or None, args.topic_obs or None,
+                        args.topic_command or None)
+        path, notes = from_mcap(source, args.out, target, topics)
+    log, problems = validate(path)
+    for note in notes:
+        print(f"{path}: note: {note}")
+    for p in problems:
+        print(p)
+    if log is not None:
+        print(f"{path}: written ({len(log)} rows, {log.duration:.2f} s; {log.timing.describe()})")
+    return EXIT_ERROR if problems else EXIT_OK
+
+
 def cmd_simulate(args) -> int:
     from crosssim.profiles import load_profile
     from crosssim.real.simulate import SensorNoise, simulate_logs
@@ -116,6 +164,30 @@ class ValidateConfig:
                                            "the sidecar names).")
 
 
+@dataclass(frozen=True, kw_only=True)
+class ConvertConfig:
+    source: str = option(positional=True, help="A per-step JSON list (.json) or a ROS 2 bag / MCAP file (.mcap).")
+    out: str = option(help="The log to write (.parquet or .csv; the .json sidecar goes beside it).")
+    format: str = option("auto", choices=("auto", "json", "mcap"), help="Source layout (auto: by suffix).")
+    policy: str | None = option(None, help="Policy card: the joint order, control period and robot name "
+                                           "(and the sidecar's 'card').")
+    joints: tuple[str, ...] = option((), parse=options.names, help="Comma-separated joint names in the policy's "
+                                                                    "order (default: the card's).")
+    control_period: float | None = option(None, parse=options.positive_number("s"),
+                                          help="Seconds between policy calls (default: the card's).")
+    robot: str | None = option(None, help="Robot name for the sidecar (default: the card's scene).")
+    quat_order: str = option("wxyz", choices=("wxyz", "xyzw"), help="Quaternion order of a JSON source.")
+    action_delay: float = option(0.0, parse=options.number(low=0.0),
+                                 help="Declared delay from an action to the motors [control steps, fractional].")
+    dry_run: bool = option(False, help="The actions never reached the motors (sidecar applied: false).")
+    topic_joint_states: str = option("/joint_states", help="MCAP: sensor_msgs/JointState topic.")
+    topic_action: str = option("/policy/action", help="MCAP: the policy's raw actions (Float32/64MultiArray); "
+                                                       "one log row per message.")
+    topic_imu: str = option("/imu", help="MCAP: sensor_msgs/Imu topic ('' for none).")
+    topic_obs: str = option("/policy/obs", help="MCAP: the policy's inputs (Float32/64MultiArray; '' for none).")
+    topic_command: str = option("/cmd_vel", help="MCAP: geometry_msgs/Twist command topic ('' for none).")
+
+
 @dataclass(frozen=True, kw_only=True)  # required and optional flags in the order --help shows them
 class SimulateConfig:
     policy: str = option(help="Policy card.")
@@ -159,6 +231,8 @@ def add_commands(sub) -> None:
     lsub = lg.add_subparsers(dest="logs_command", required=True, metavar="COMMAND")
     for parent, name, func, config, help in (
             (lsub, "validate", cmd_validate, ValidateConfig, "check logs against the format (and their policy card)"),
+            (lsub, "convert", cmd_convert, ConvertConfig,
+             "convert a per-step JSON list or a ROS 2 bag (MCAP) to a crosssim log"),
             (lsub, "simulate", cmd_simulate, SimulateConfig,
              "write logs of a policy in one engine profile (a stand-in robot)"),
             (sub, "calibrate", cmd_calibrate, CalibrateConfig,
