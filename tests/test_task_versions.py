@@ -105,3 +105,22 @@ def test_kinematics_from_the_joint_state_match_mujocos_own(task):
     moved = replace(bare, qpos=bare.qpos + 0.05)  # and the fallback does follow the joints
     assert not np.allclose(task_.observe(moved, {}), task_.observe(bare, {}))
     env.close()
+
+
+def test_crossval_says_which_version_ran(tmp_path, good_policy):
+    """A card naming no version runs the default and the run's warnings say so; naming it, no warning."""
+    from conftest import write_card
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
+
+    (tmp_path / "policy.pt").write_bytes((good_policy / "policy.pt").read_bytes())
+    warnings_of = {}
+    for task in ("Hopper", "Hopper-v5"):
+        card = write_card(tmp_path, task=task)
+        summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, max_steps=5,
+                                          out=str(tmp_path / task), risk=False, report=False)).summary
+        assert summary.task == "Hopper-v5"
+        warnings_of[task] = [w for w in summary.warnings if "version" in w]
+    assert warnings_of["Hopper"] == ["task Hopper runs Hopper-v5 (the default version: the card names none); "
+                                     "for an agent trained on Hopper-v4 write task: Hopper-v4"]
+    assert warnings_of["Hopper-v5"] == []

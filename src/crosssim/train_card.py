@@ -16,7 +16,10 @@ def write_card(config, out: Path, policy: dict, extra: dict, wall_time_s: float)
 
     harness = Harness.for_task(config.task)
     period = harness.task.frame_skip * harness.canonical.timestep
-    card = {"name": out.name, "task": config.task, "policy": policy, **extra, "control_period": round(period, 9),
+    from crosssim.tasks import describe_task
+
+    # The task with its version (Walker2d-v5): the card says which robot the policy learnt on.
+    card = {"name": out.name, "task": describe_task(harness.task), "policy": policy, **extra, "control_period": round(period, 9),
             "trained_in": config.engines[0], "validated_in": list(config.engines),
             "training": {"algo": "ppo", "framework": {"sb3": "stable-baselines3", "rllib": "rllib"}[config.framework],
                          "engines": list(config.engines), "timesteps": config.steps, "seed": config.seed,
