@@ -212,8 +212,9 @@ def test_progress_of_a_resumed_run_never_passes_its_total(tmp_path, monkeypatch)
     for episodes in (1, 2):
         cfg = CrossvalConfig(policy=card, episodes=episodes, max_steps=5, out=str(tmp_path / f"r{episodes}"),
                              trust_policy_code=True, engines=("mujoco",), risk=False)
-        crossval(cfg, progress=lambda engine, done, total, payload: seen.append((engine, done, total)))
-    assert any(e == "cache" for e, _, _ in seen), seen
-    rows = [(d, t) for e, d, t in seen if e == "mujoco"]
+        crossval(cfg, progress=lambda engine, done, total, payload: seen.append((engine, done, total,
+                                                                                  bool(payload.get("cached")))))
+    assert ("mujoco", 1, 2, True) in seen, seen  # the second run starts its count at the cached episode
+    rows = [(d, t) for e, d, t, _ in seen if e == "mujoco"]
     assert rows and all(d <= t for d, t in rows), rows
     assert rows[-1][0] == rows[-1][1]

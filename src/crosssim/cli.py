@@ -79,21 +79,46 @@ def _fmt(x: float, digits: int = 1) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _console(file):
+    """A rich console on ``file`` that never wraps a table row in a pipe (CI logs are wide)."""
+    from rich.console import Console
+
+    return Console(file=file, highlight=False, soft_wrap=True, width=None if file.isatty() else 160)
+
+
+def _table(*columns: str):
+    from rich import box
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for k, name in enumerate(columns):
+        table.add_column(name, justify="left" if k == 0 else "right", no_wrap=True)
+    return table
+
+
+def _cells(*values: str):
+    from rich.text import Text
+
+    return [Text(printable(v)) for v in values]  # as text: a name holding [brackets] is not markup
+
+
 def print_table(summary, file=None) -> None:
-    """The per-engine table of a crosssim.results.RunSummary."""
+    """The per-engine table of a crosssim.results.RunSummary (a rich table: columns never run together)."""
     file = file or sys.stdout
     ref = summary.reference_engine
-    head = f"{'engine':<22}{'return (95% CI)':>30}{'length':>9}{'early end':>11}{'drop vs ' + ref:>18}{'failed':>8}"
-    print(head, file=file)
-    print("-" * len(head), file=file)
+    table = _table("engine", "return (95% CI)", "length", "early end", f"drop vs {ref}", "failed")
+    errors = []
     for e, s in summary.engines.items():
         lo, hi = s.return_ci95
-        ret = f"{_fmt(s.mean_return)} [{_fmt(lo)}, {_fmt(hi)}]"
         drop = "reference" if e == ref else (_fmt(100 * s.drop_vs_reference) + " %")
-        early = _fmt(100 * s.terminated_early, 0) + " %"
-        print(f"{e:<22}{ret:>30}{_fmt(s.mean_length, 0):>9}{early:>11}{drop:>18}{s.failed:>8}", file=file)
+        table.add_row(*_cells(e, f"{_fmt(s.mean_return)} [{_fmt(lo)}, {_fmt(hi)}]", _fmt(s.mean_length, 0),
+                              _fmt(100 * s.terminated_early, 0) + " %", drop, str(s.failed)))
         if s.error:
-            print(f"  ! {s.error}", file=file)
+            errors.append(f"  ! {e}: {s.error}")
+    console = _console(file)
+    console.print(table)
+    for line in errors:
+        console.print(printable(line, 2000), markup=False)
 
 
 def print_risk(risk, file=None) -> None:
@@ -106,27 +131,20 @@ def print_risk(risk, file=None) -> None:
               file=file)
         return
     print(f"drops are shares of the task metric '{risk.metric}' lost", file=file)
-    print(f"{'transfer-risk component':<34}{'predicted drop':>16}{'95% CI':>18}", file=file)
+    table = _table("transfer-risk component", "predicted drop", "95% CI")
+
+    def pct(x):
+        return _fmt(100 * x, 0) + " %"
+
     for name, comp in risk.components.items():
         lo, hi = comp.ci95
-        print(f"  {name:<32}{_fmt(100 * comp.drop, 0) + ' %':>16}{'[' + _fmt(100 * lo, 0) + ', ' + _fmt(100 * hi, 0) + '] %':>18}",
-              file=file)
+        table.add_row(*_cells(name.replace("_", " "), pct(comp.drop), f"[{_fmt(100 * lo, 0)}, {_fmt(100 * hi, 0)}] %"))
     agg = risk.aggregate
     lo, hi = agg.ci95
-    print(f"  {'aggregate (all gaps at once)':<32}{_fmt(100 * agg.drop, 0) + ' %':>16}"
-          f"{'[' + _fmt(100 * lo, 0) + ', ' + _fmt(100 * hi, 0) + '] %':>18}", file=file)
+    table.add_row(*_cells("aggregate (all gaps at once)", pct(agg.drop), f"[{_fmt(100 * lo, 0)}, {_fmt(100 * hi, 0)}] %"))
+    file.flush()
+    _console(file).print(table)
     print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
-
-
-def _progress(stream=None):
-    stream = stream or sys.stderr
-    def show(engine: str, done: int, total: int, row: dict) -> None:
-        bar = "#" * int(20 * done / max(total, 1))
-        msg = f"  {engine:<22} [{bar:<20}] {done}/{total}" + (" reused from the cache" if engine == "cache" else "")
-        if row.get("failure"):
-            msg += f"  failed: {str(row['failure'])[:80]}"
-        print(msg, file=stream, flush=True)
-    return show
 
 
 def cmd_crossval(args) -> int:
@@ -135,7 +153,13 @@ def cmd_crossval(args) -> int:
     config = from_args(CrossvalConfig, args)
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
           file=sys.stderr)
-    run = crossval(config, progress=None if args.quiet else _progress())
+    if args.quiet:
+        run = crossval(config)
+    else:
+        from crosssim.progress import RunProgress
+
+        with RunProgress() as progress:
+            run = crossval(config, progress=progress)
     print_table(run.summary)
     for warning in run.summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -231,11 +255,17 @@ def cmd_gate(args) -> int:
     os.environ["MPLBACKEND"] = "Agg"  # overrides a backend named by a ./matplotlibrc in the checkout
 
     def evaluate(policy: str, out: str | None, side: str):
+        from crosssim.progress import RunProgress
+
         # Never trust code from the evaluated files: the gate runs on pull requests. Each side
         # has its own cache folder, so a baseline never reuses rows computed for the PR.
-        return crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
-                                       max_steps=args.max_steps, out=out, trust_policy_code=False,
-                                       cache_dir=str(default_root() / "gate" / side)), progress=None)
+        # Progress goes to stderr: stdout is the Markdown summary.
+        print(f"gate: evaluating the {'pull request' if side == 'pr' else 'base branch'}'s policy "
+              f"{printable(policy)} in {', '.join(engines)}", file=sys.stderr, flush=True)
+        with RunProgress(label=f"{side} ") as progress:
+            return crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
+                                           max_steps=args.max_steps, out=out, trust_policy_code=False,
+                                           cache_dir=str(default_root() / "gate" / side)), progress=progress)
 
     with contextlib.ExitStack() as stack:
         trusted = None

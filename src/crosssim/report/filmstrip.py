@@ -62,6 +62,20 @@ def _descends(m, b: int, root: int) -> bool:
     return False
 
 
+def _scene_option(m):
+    """Render options that show the robot: a model whose robot geoms all sit in groups a viewer hides
+    by default (3-5, e.g. MuJoCo Playground's collision-only Go1) gets those groups switched on."""
+    import mujoco
+
+    opt = mujoco.MjvOption()
+    robot = [int(m.geom_group[g]) for g in range(m.ngeom) if m.geom_bodyid[g] != 0]
+    if robot and not any(opt.geomgroup[g] for g in robot if g < len(opt.geomgroup)):
+        for g in set(robot):
+            if g < len(opt.geomgroup):
+                opt.geomgroup[g] = 1
+    return opt
+
+
 def _render(scene: str, strips: dict, size: tuple[int, int], q) -> None:
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
@@ -74,6 +88,7 @@ def _render(scene: str, strips: dict, size: tuple[int, int], q) -> None:
         camera = mujoco.MjvCamera()
         camera.type = mujoco.mjtCamera.mjCAMERA_FREE
         root = _root_body(m)
+        option = _scene_option(m)
         mujoco.mj_forward(m, d)
         distance = 0.6 + 1.4 * _robot_size(m, d, root)  # the whole robot with some floor around it
         out = {}
@@ -87,7 +102,7 @@ def _render(scene: str, strips: dict, size: tuple[int, int], q) -> None:
                 mujoco.mj_forward(m, d)
                 camera.lookat[:] = d.subtree_com[root]
                 camera.distance, camera.azimuth, camera.elevation = distance, 90.0, -15.0
-                renderer.update_scene(d, camera=camera)
+                renderer.update_scene(d, camera=camera, scene_option=option)
                 buf = io.BytesIO()
                 Image.fromarray(renderer.render()).save(buf, format="PNG")
                 images.append("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode())

@@ -110,7 +110,7 @@ class CrossvalPlan:
     def job(self, engine: str, skip: frozenset = frozenset()) -> EngineJob:
         c = self.config
         return EngineJob(str(self.card.path), engine, self.episodes, c.trust_policy_code, c.max_steps, c.record,
-                         self.conditions, skip, c.batch)
+                         self.conditions, skip, c.batch, log=str(self.out / "logs" / f"{slug(engine)}.log"))
 
 
 def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
@@ -213,14 +213,36 @@ def _from_cache(plan: CrossvalPlan, got: Collected) -> list[EngineJob]:
     return jobs
 
 
+def _startup_status(profile: str) -> str | None:
+    """What a worker of ``profile`` will spend its first minutes on, when that is worth saying: Warp
+    compiles Newton's kernels once per Warp version into its cache (about two minutes on a CPU)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from crosssim.profiles import load_profile
+
+    try:
+        if load_profile(profile).engine != "newton":
+            return None
+        folder = Path(os.environ.get("WARP_CACHE_PATH") or Path.home() / ".cache" / "crosssim" / "warp")
+        cold = not any((folder / version("warp-lang")).glob("*"))
+    except (CrossSimError, PackageNotFoundError, OSError):
+        return None
+    return "compiling Warp kernels (once; about 2 min)" if cold else None
+
+
 def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
     """Rows from the cache where known, the rest from the executor; engine failures become rows."""
     config, name = plan.config, plan.card.name
     got = Collected(rows={e: [] for e in config.engines})
     jobs = _from_cache(plan, got)
-    cached = sum(len(j.skip) for j in jobs)
-    if progress and cached:
-        progress("cache", cached, len(config.engines) * len(plan.conditions) * len(plan.episodes), {"failure": None})
+    if progress:  # each engine's count starts at its cached rows; a cold Warp cache is said before the wait
+        for job in jobs:
+            total = len(job.units()) + len(job.skip)
+            if job.skip:
+                progress(job.profile, len(job.skip), total, {"failure": None, "cached": True})
+            status = _startup_status(job.profile)
+            if status and job.units():
+                progress(job.profile, len(job.skip), total, {"failure": None, "status": status})
 
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile

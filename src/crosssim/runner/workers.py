@@ -45,6 +45,10 @@ class EngineJob:
     batch: bool = False
     """Run a condition's episodes in lockstep, one batched policy forward per step, where the
     engine and the policy allow it (crosssim.runner.batched)."""
+    log: str | None = None
+    """File that receives everything the worker process prints (engine banners such as PyBullet's
+    build time, Warp's messages, a crash's traceback), so the terminal shows only crosssim's
+    own output; None leaves the worker's output on the parent's terminal."""
 
     def units(self) -> list[tuple[str, int, int]]:
         """Every (condition, episode, seed) this job still owes a row for."""
@@ -112,7 +116,18 @@ def execute_job(job: EngineJob, emit) -> None:
     emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
 
+def _to_log(path: str) -> None:
+    """Send this process's stdout and stderr (file descriptors, so C libraries' prints too) to ``path``."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def _worker_main(job: EngineJob, q) -> None:
+    if job.log:
+        _to_log(job.log)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         import torch
@@ -136,13 +151,21 @@ class StdioWorker:
         payload["skip"] = sorted(job.skip)
         if not job.batch:  # a worker interpreter with an older crosssim does not know the field
             payload.pop("batch")
+        payload.pop("log")  # the parent sends the worker's stderr there (below)
+        log = None
         try:
+            if job.log:
+                os.makedirs(os.path.dirname(job.log) or ".", exist_ok=True)
+                log = open(job.log, "ab")
             self.proc = subprocess.Popen([python, "-m", "crosssim.runner.stdio_worker"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True)
+                                         stdout=subprocess.PIPE, stderr=log, text=True)
         except OSError as exc:
             self.proc = None
             self.queue.put(("error", f"{job.profile}: cannot start worker interpreter {python}: {exc.strerror}"))
             return
+        finally:
+            if log is not None:
+                log.close()  # the child holds its own copy
         self.proc.stdin.write(json.dumps(payload))
         self.proc.stdin.close()
 
@@ -270,7 +293,8 @@ def _run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on
             if not proc.is_alive():
                 # Drain what it sent before dying, then report the death.
                 if not _drain(q, job, on_message, 0.2)[0]:
-                    on_message(job, "lost", f"{job.profile}: engine worker {_describe_exit(proc.exitcode)}")
+                    where = f" (its output: {job.log})" if job.log else ""
+                    on_message(job, "lost", f"{job.profile}: engine worker {_describe_exit(proc.exitcode)}{where}")
                 continue
             # Until its first message a worker is importing and loading: allow more time then.
             started = job.profile in heard

@@ -1,0 +1,122 @@
+"""What a running crossval says on stderr: rich progress bars in a terminal, plain lines in a pipe.
+
+``RunProgress`` is the ``progress(engine, done, total, row)`` callable the runner calls
+(crosssim.runner.crossval.execute, crosssim.real.compare). In a terminal it draws one bar per
+engine column with its ETA (rich); in a pipe or a CI log it prints one line per engine at most
+every ``interval`` seconds, and when the engine finishes. Either way a count never passes its
+total: rows reused from the cache start the bar (``row["cached"]``) and do not count toward the
+speed the ETA is computed from. ``row["status"]`` shows a status instead (e.g. Warp compiling its
+kernels), and a failed episode is always printed, in full.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+from crosssim.text import printable
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+@dataclass
+class _Engine:
+    total: int
+    done: int
+    start_done: int
+    start: float
+    printed: float = 0.0
+    task: object = None
+
+    def eta(self, now: float) -> float | None:
+        new = self.done - self.start_done
+        if new <= 0 or self.done >= self.total:
+            return None
+        return (now - self.start) / new * (self.total - self.done)
+
+
+class RunProgress:
+    """Per-engine progress on ``stream`` (stderr by default); a context manager (the bars live inside)."""
+
+    def __init__(self, stream=None, *, interval: float = 10.0, tty: bool | None = None, label: str = ""):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.interval = interval
+        self.label = label
+        self.engines: dict[str, _Engine] = {}
+        self._bars = None
+        self._console = None
+        self._t0 = time.monotonic()
+        """When the run started: an engine's first episode took this long (the ETA's first sample)."""
+
+    def __enter__(self) -> "RunProgress":
+        if self.tty:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            self._console = Console(file=self.stream, highlight=False)
+            self._bars = Progress(TextColumn("  {task.description:<24}"), BarColumn(bar_width=24),
+                                  MofNCompleteColumn(), TextColumn("episodes"), TimeElapsedColumn(),
+                                  TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[status]}"),
+                                  console=self._console, transient=False)
+            self._bars.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bars is not None:
+            self._bars.stop()
+            self._bars = None
+        elif self.engines:  # a pipe: one closing line per engine that did not finish
+            for name, e in self.engines.items():
+                if e.done < e.total:
+                    self._line(name, e, time.monotonic(), "stopped")
+
+    def say(self, text: str) -> None:
+        """One line above the bars (or in the pipe)."""
+        text = printable(text, 2000)
+        if self._bars is not None:
+            self._console.print(text, markup=False)
+        else:
+            print(text, file=self.stream, flush=True)
+
+    def __call__(self, engine: str, done: int, total: int, row: dict) -> None:
+        now = time.monotonic()
+        total = max(int(total), 1)
+        done = min(int(done), total)  # never "15/6", whatever a caller counts
+        e = self.engines.get(engine)
+        if e is None:
+            first_row = not (row.get("cached") or row.get("status"))
+            e = self.engines[engine] = _Engine(total=total, done=done, start_done=max(done - 1, 0) if first_row else done,
+                                               start=self._t0 if first_row else now)
+            if self._bars is not None:
+                e.task = self._bars.add_task(printable(self.label + engine, 24), total=total, completed=done, status="")
+        else:
+            if row.get("cached") or row.get("status"):
+                e.start_done, e.start = max(e.start_done, done), now
+            e.total, e.done = total, done
+        status = row.get("status")
+        if row.get("failure"):
+            self.say(f"  {engine}: episode failed: {row['failure']}")
+        if self._bars is not None:
+            self._bars.update(e.task, total=total, completed=done,
+                              status=printable(status, 60) if status else "")
+            return
+        if status:
+            self.say(f"  {engine}: {status}")
+        elif done >= total or now - e.printed >= self.interval or e.printed == 0.0:
+            self._line(engine, e, now)
+
+    def _line(self, engine: str, e: _Engine, now: float, note: str = "") -> None:
+        eta = e.eta(now)
+        text = f"  {self.label}{engine}: {e.done}/{e.total} episodes ({100 * e.done / e.total:.0f} %)"
+        if e.done >= e.total:
+            text += f", done in {_duration(now - e.start)}"
+        elif eta is not None:
+            text += f", about {_duration(eta)} left"
+        print(text + (f" ({note})" if note else ""), file=self.stream, flush=True)
+        e.printed = now

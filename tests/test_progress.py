@@ -1,0 +1,83 @@
+"""What a crossval prints while it runs: bars in a terminal, plain lines in a pipe, engine noise in logs."""
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, installed_engines
+from crosssim.progress import RunProgress
+
+
+def _pipe(**kw):
+    stream = io.StringIO()
+    return stream, RunProgress(stream, tty=False, **kw)
+
+
+def test_pipe_lines_are_periodic_and_never_pass_the_total():
+    stream, progress = _pipe(interval=3600)
+    with progress:
+        progress("mujoco", 4, 6, {"failure": None, "cached": True})  # resumed: 4 of 6 from the cache
+        progress("mujoco", 5, 6, {"failure": None})  # within the interval: no line
+        progress("mujoco", 15, 6, {"failure": None})  # a caller that over-counts still shows 6/6
+        progress("pybullet", 1, 6, {"failure": "pybullet: engine worker killed by signal SIGSEGV " + "x" * 150})
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "  mujoco: 4/6 episodes (67 %)"
+    assert lines[1].startswith("  mujoco: 6/6 episodes (100 %), done in ")
+    assert not any("15/6" in line or "5/6" in line for line in lines)
+    failed = next(line for line in lines if "episode failed" in line)
+    assert failed.endswith("x" * 150)  # in full, never cut
+    assert lines[-1].startswith("  pybullet: 1/6") and lines[-1].endswith("(stopped)")
+
+
+def test_pipe_eta_counts_only_episodes_run_now(monkeypatch):
+    clock = iter([100.0, 100.0, 110.0, 130.0])  # start, cached, first row, second row
+    monkeypatch.setattr("crosssim.progress.time.monotonic", lambda: next(clock))
+    stream, progress = _pipe(interval=0)
+    progress("mujoco", 10, 20, {"failure": None, "cached": True})
+    progress("mujoco", 11, 20, {"failure": None})
+    progress("mujoco", 12, 20, {"failure": None})
+    # 2 episodes in 30 s since the cached ones were counted: 8 left, about 2 min.
+    assert stream.getvalue().splitlines()[-1] == "  mujoco: 12/20 episodes (60 %), about 2 min 00 s left"
+
+
+def test_status_is_said_in_a_pipe_and_shown_on_a_bar():
+    stream, progress = _pipe()
+    progress("newton-mujoco-warp", 0, 5, {"failure": None, "status": "compiling Warp kernels (once; about 2 min)"})
+    assert "newton-mujoco-warp: compiling Warp kernels (once" in stream.getvalue()
+    tty = io.StringIO()
+    with RunProgress(tty, tty=True) as bars:
+        bars("newton-mujoco-warp", 0, 5, {"failure": None, "status": "compiling Warp kernels (once; about 2 min)"})
+        bars("newton-mujoco-warp", 9, 5, {"failure": None})
+        assert bars._bars.tasks[0].completed == 5 and bars._bars.tasks[0].fields["status"] == ""
+    assert "5/5" in tty.getvalue()
+
+
+def test_cold_warp_cache_is_announced(tmp_path, monkeypatch):
+    from importlib.metadata import version
+
+    from crosssim.runner.crossval import _startup_status
+
+    pytest.importorskip("warp")
+    monkeypatch.setenv("WARP_CACHE_PATH", str(tmp_path))
+    assert "compiling Warp kernels" in _startup_status("newton-mujoco-warp")
+    assert _startup_status("mujoco") is None
+    (tmp_path / version("warp-lang")).mkdir()
+    (tmp_path / version("warp-lang") / "wp_kernel_abc").mkdir()
+    assert _startup_status("newton-mujoco-warp") is None
+
+
+@pytest.mark.skipif("pybullet" not in installed_engines(), reason="pybullet not installed")
+def test_engine_noise_goes_to_the_worker_log(tmp_path, good_policy):
+    """PyBullet prints its build time from C on import: it lands in the run's logs/, not the terminal."""
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "CROSSSIM_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(good_policy / "card.yaml"),
+                           "--engines", "mujoco,pybullet", "--episodes", "1", "--max-steps", "5", "--no-risk",
+                           "--no-report", "--out", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "build time" not in proc.stderr + proc.stdout
+    assert "pybullet build time" in (out / "logs" / "pybullet.log").read_text()
+    assert "pybullet: 1/1 episodes (100 %), done in" in proc.stderr  # a pipe: plain lines
