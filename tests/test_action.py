@@ -120,29 +120,37 @@ class ActionRun:
             return self.outputs.get(step, {}).get(key, "")
         return self.context[expr]
 
-    def condition(self, text: str | None) -> bool:
+    def condition(self, text: str | None, failed: bool) -> bool:
+        """A step's if: (the forms action.yml uses); without always(), only while nothing failed."""
+        text = (text or "").strip()
+        always = text.startswith("always() && ")
+        text = text.removeprefix("always() && ")
+        if failed and not always:
+            return False
         if not text:
             return True
-        left, op, right = re.fullmatch(r"(\S+) (==|!=) '([^']*)'", text.strip()).groups()
+        left, op, right = re.fullmatch(r"(\S+) (==|!=) '([^']*)'", text).groups()
         return (self.value(left) == right) == (op == "==")
 
     def run(self) -> int:
         """The exit status of the first failing step (0 when all pass), as the job would end."""
+        first_failure = 0
         for step in self.steps:
-            if "uses" in step or step["name"] == "Install crosssim" or not self.condition(step.get("if")):
+            if "uses" in step or step["name"] == "Install crosssim" or not self.condition(step.get("if"),
+                                                                                         first_failure != 0):
                 continue
             out = self.tmp / f"output-{len(self.outputs)}"
             out.write_text("")
             env = {k: _EXPR.sub(lambda m: self.value(m.group(1)), str(v)) for k, v in step.get("env", {}).items()}
+            cwd = _EXPR.sub(lambda m: self.value(m.group(1)), step.get("working-directory", str(self.repo)))
             proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                                  cwd=self.repo, env={**self.env, **env, "GITHUB_OUTPUT": str(out)},
+                                  cwd=cwd, env={**self.env, **env, "GITHUB_OUTPUT": str(out)},
                                   capture_output=True, text=True, timeout=900)
             self.log = getattr(self, "log", "") + proc.stdout + proc.stderr
             self.outputs[step.get("id", step["name"])] = dict(
                 line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
-            if proc.returncode != 0:
-                return proc.returncode
-        return 0
+            first_failure = first_failure or proc.returncode
+        return first_failure
 
 
 def _git(repo, *args):
@@ -181,6 +189,7 @@ def test_action_steps_in_a_pull_request(tmp_path):
     assert same.rc == 0, same.log
     assert same.outputs["gate"] == {"status": "pass", "gated": "1"}, same.log
     assert "crosssim gate: PASS" in same.summary.read_text()
+    assert "crosssim gated 1 changed policies: **pass**" in same.summary.read_text()
     reports = Path(same.outputs["plan"]["reports"])
     assert (reports / "policy-1.xml").is_file() and (reports / "policy-1" / "summary.json").is_file()
 
