@@ -53,7 +53,7 @@ def test_episode_row_column_named_return():
     failed = EpisodeRow.failed("p", "pybullet", "combined", 1, 8, "pybullet: lost")
     df = rows_frame([row, failed])
     assert list(df.columns) == ["policy", "engine", "condition", "episode", "seed", "return", "length", "terminated",
-                                "failure", "x_velocity", "metric_survival_time"]
+                                "failure", "termination_reason", "x_velocity", "metric_survival_time"]
     assert df.failure.isna().tolist() == [True, False] and math.isnan(df["return"][1])
 
 

@@ -22,11 +22,12 @@ ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
 FIELDS = {
     "": ("card_version", "name", "task", "robot", "policy", "observation", "action", "control_period",
-         "trained_in", "validated_in", "claimed", "joints", "task_options", "training", "metric"),
+         "trained_in", "validated_in", "claimed", "joints", "task_options", "training", "metric",
+         "physics_timestep", "first_call"),
     "policy": ("file", "format", "algo", "activation", "output", "module_id"),
     "observation": ("normalize", "terms", "history", "quaternion_order"),
     "observation.normalize": NORMALIZE_FIELDS,
-    "observation.history": ("length", "layout"),
+    "observation.history": ("length", "layout", "fill"),
     "action": ("mode", "clip", "scale", "kp", "kd", "default_pos", "torque_limit"),
     "claimed": ("return", "x_velocity", "survival"),
 }
@@ -34,6 +35,11 @@ FIELDS = {
 here: training is provenance only, task options are checked by the task)."""
 MAX_HISTORY = 1000
 """Most frames an observation history may stack (deployed policies use up to a few dozen)."""
+FIRST_CALLS = ("reset", "after_one_period")
+"""``first_call``: the policy's first call at reset (t = 0), or after one control period holding a
+zero action (Unitree's deploy_mujoco.py steps ``control_decimation`` physics steps first)."""
+HISTORY_FILLS = ("first_frame", "zeros")
+"""``observation.history.fill``: what the history holds before the first call."""
 UNUSED_BY_MODE = {"motor": ("scale", "kp", "kd", "default_pos", "torque_limit"), "position": ("kp", "kd"), "pd": ()}
 """Action fields a mode would silently ignore: motor maps gear x action; position uses the MJCF's gains."""
 
@@ -45,6 +51,8 @@ class ObservationSpec:
     history: int = 1
     layout: str = "frame_major"
     quaternion_order: str = "wxyz"
+    fill: str = "first_frame"
+    """History before the first call: copies of the first frame, or zeros (one of HISTORY_FILLS)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,11 @@ class Card:
     task_options: dict = field(default_factory=dict)
     metric: str | None = None
     """The task metric drops and the verdict use (one the task declares); None: the task's primary."""
+    physics_timestep: float | None = None
+    """Physics step [s] replacing the MJCF's ``<option timestep>``; the control period stays, the
+    frame skip follows. None: the MJCF's."""
+    first_call: str = "reset"
+    """When the policy is first called: at reset, or after one control period (FIRST_CALLS)."""
     raw: dict = field(default_factory=dict, repr=False)
 
     def reference_engine(self, engines) -> str:
@@ -265,6 +278,9 @@ def _observation(obs: dict, where: Path) -> tuple[ObservationSpec, Normalization
     layout = history.get("layout", "frame_major")
     if layout not in ("frame_major", "term_major"):
         raise CardError(f"{where}: field 'observation.history.layout' is {layout!r}; use frame_major or term_major")
+    fill = history.get("fill", "first_frame")
+    if fill not in HISTORY_FILLS:
+        raise CardError(f"{where}: field 'observation.history.fill' is {fill!r:.40}; use {' or '.join(HISTORY_FILLS)}")
     quat_order = _get(obs, "quaternion_order", str, where, default="wxyz", prefix="observation.")
     if quat_order not in ("wxyz", "xyzw"):
         raise CardError(f"{where}: field 'observation.quaternion_order' is {quat_order!r}; use wxyz or xyzw")
@@ -273,7 +289,7 @@ def _observation(obs: dict, where: Path) -> tuple[ObservationSpec, Normalization
         from crosssim.observations import parse_terms
 
         terms = parse_terms(obs["terms"], where)
-    return ObservationSpec(terms, length, layout, quat_order), normalization
+    return ObservationSpec(terms, length, layout, quat_order, fill), normalization
 
 
 def load_card(path: str | Path) -> Card:
@@ -331,6 +347,7 @@ def load_card(path: str | Path) -> Card:
     if not all(isinstance(v, str) for v in validated):
         raise CardError(f"{where}: field 'validated_in' must be a list of engine names, got {validated!r:.60}")
     claimed = _claims(raw, where)
+    physics_dt, first_call = _timing(raw, where)
     joints = _get(raw, "joints", list, where, default=[])
     if not all(isinstance(j, str) for j in joints) or len(set(joints)) != len(joints):
         raise CardError(f"{where}: field 'joints' must be a list of distinct joint names")
@@ -350,5 +367,16 @@ def load_card(path: str | Path) -> Card:
         control_period=None if period is None else float(period),
         trained_in=trained, validated_in=tuple(validated),
         claimed=claimed, joints=tuple(joints), observation=observation,
-        task_options=dict(task_options), metric=metric, raw=raw,
+        task_options=dict(task_options), metric=metric, physics_timestep=physics_dt, first_call=first_call, raw=raw,
     )
+
+
+def _timing(raw: dict, where: Path) -> tuple[float | None, str]:
+    """``physics_timestep`` [s] (> 0, finite) and ``first_call`` (one of FIRST_CALLS)."""
+    dt = _get(raw, "physics_timestep", (int, float), where)
+    if dt is not None and not (math.isfinite(dt) and 0 < dt <= 1):
+        raise CardError(f"{where}: field 'physics_timestep' must be seconds in (0, 1], got {dt}")
+    first = _get(raw, "first_call", str, where, default="reset")
+    if first not in FIRST_CALLS:
+        raise CardError(f"{where}: field 'first_call' is {first!r:.40}; use {' or '.join(FIRST_CALLS)}")
+    return (None if dt is None else float(dt)), first

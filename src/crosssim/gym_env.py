@@ -67,7 +67,8 @@ class CrossSimEnv(gym.Env):
         if variant.model not in self._models:
             if len(self._models) >= self.MAX_MODELS:  # drop the oldest
                 self._models.pop(next(iter(self._models))).close()
-            self._models[variant.model] = open_engine(self.profile, self.harness.scene, Variant(variant.model))
+            self._models[variant.model] = open_engine(self.profile, self.harness.scene, Variant(variant.model),
+                                                    base=self.harness.model_variant)
         built = self._models[variant.model]
         return replace(built, variant=self.profile.variant.then(variant))
 

@@ -327,10 +327,15 @@ def check_terms(terms: tuple[TermSpec, ...], scene, where, sensors: "object" = N
 class ObservationBuilder:
     """Frame -> policy input: terms in card order, scaled, clipped, stacked over history."""
 
-    def __init__(self, terms: tuple[TermSpec, ...], *, history: int = 1, layout: str = "frame_major"):
+    def __init__(self, terms: tuple[TermSpec, ...], *, history: int = 1, layout: str = "frame_major",
+                 fill: str = "first_frame"):
+        """``fill``: what the history holds before the first call, copies of the first frame
+        (``first_frame``) or zeros (``zeros``, as buffers that start empty)."""
         if layout not in ("frame_major", "term_major"):
             raise CardError(f"history layout {layout!r}: use 'frame_major' or 'term_major'")
-        self.terms, self.history, self.layout = terms, max(1, int(history)), layout
+        if fill not in ("first_frame", "zeros"):
+            raise CardError(f"history fill {fill!r}: use 'first_frame' or 'zeros'")
+        self.terms, self.history, self.layout, self.fill = terms, max(1, int(history)), layout, fill
         # Looked up once: a registry lookup per control step would cost more than the terms.
         self._terms = [None if spec.name.startswith("sensor:") else _term(spec.name) for spec in terms]
         self._buffer: deque = deque(maxlen=self.history)
@@ -357,9 +362,11 @@ class ObservationBuilder:
         if not self._buffer:
             ctx.first_call_time, ctx.call_index = float(frame.time), 0
         parts = self.single(frame, ctx)
-        if not self._buffer:  # first step: history filled with the first frame
-            for _ in range(self.history):
-                self._buffer.append(parts)
+        if not self._buffer:  # first step: the older frames are copies of this one, or zeros
+            older = parts if self.fill == "first_frame" else [np.zeros_like(p) for p in parts]
+            for _ in range(self.history - 1):
+                self._buffer.append(older)
+            self._buffer.append(parts)
         else:
             self._buffer.append(parts)
         ctx.call_index += 1

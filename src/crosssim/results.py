@@ -50,13 +50,21 @@ class EpisodeRow:
     """Mean forward base velocity [m/s]; NaN when not measured."""
     metrics: dict[str, float] = field(default_factory=dict)
     """The task's extra metrics, stored as ``metric_<name>`` columns."""
+    termination_reason: str | None = None
+    """How the episode ended: "time_limit", the task's reason ("fall: base height ...",
+    "unhealthy: ..."), or "failure" (see ``failure``)."""
 
     def to_record(self) -> dict:
         """The parquet row: ROW_COLUMNS, then one ``metric_<name>`` column per metric."""
         return {"policy": self.policy, "engine": self.engine, "condition": self.condition,
                 "episode": int(self.episode), "seed": int(self.seed), "return": float(self.ret),
                 "length": int(self.length), "terminated": bool(self.terminated), "failure": self.failure,
+                "termination_reason": self.termination_reason or self._reason(),
                 "x_velocity": float(self.x_velocity), **{f"metric_{k}": float(v) for k, v in self.metrics.items()}}
+
+    def _reason(self) -> str:
+        """A row from a worker that does not report reasons (an older crosssim under another interpreter)."""
+        return "failure" if self.failure else "terminated (no reason reported)" if self.terminated else "time_limit"
 
     @classmethod
     def from_worker(cls, policy: str, engine: str, payload: dict) -> "EpisodeRow":
@@ -65,13 +73,15 @@ class EpisodeRow:
                    seed=int(payload["seed"]), ret=float(payload["ret"]), length=int(payload["length"]),
                    terminated=bool(payload["terminated"]), failure=payload.get("failure"),
                    x_velocity=_float_or_nan(payload.get("x_velocity")),
-                   metrics=dict(payload.get("metrics") or {}))
+                   metrics=dict(payload.get("metrics") or {}),
+                   termination_reason=payload.get("termination_reason"))
 
     @classmethod
     def failed(cls, policy: str, engine: str, condition: str, episode: int, seed: int, reason: str) -> "EpisodeRow":
         """The row of an episode that never ran (its engine failed to start, crashed or hung)."""
         return cls(policy=policy, engine=engine, condition=condition, episode=int(episode), seed=int(seed),
-                   ret=float("nan"), length=0, terminated=False, failure=reason, x_velocity=float("nan"))
+                   ret=float("nan"), length=0, terminated=False, failure=reason, x_velocity=float("nan"),
+                   termination_reason="failure")
 
 
 def _float_or_nan(value) -> float:
@@ -80,7 +90,7 @@ def _float_or_nan(value) -> float:
 
 
 ROW_COLUMNS = ["policy", "engine", "condition", "episode", "seed", "return", "length", "terminated", "failure",
-               "x_velocity"]
+               "termination_reason", "x_velocity"]
 """results.parquet's fixed columns, in order (``metric_*`` columns follow, sorted)."""
 
 

@@ -61,7 +61,8 @@ class CanonicalModel:
     nq: int
     nv: int
     free_base: bool
-    """Whether the root body hangs on a free joint (legged robots) or on explicit joints."""
+    """Whether the root body hangs on a free joint (legged robots) or on explicit joints (slides,
+    hinges, a ball joint: any mix in the root body)."""
     root_body: str
     """Name of the body whose pose is the 'base' (the first body below the world)."""
     body_names: tuple[str, ...]
@@ -75,7 +76,7 @@ class CanonicalModel:
     """Orientation of the principal inertial frame in the body frame (w, x, y, z)."""
     joint_names: tuple[str, ...]
     joint_type: tuple[str, ...]
-    """'hinge' or 'slide' per joint."""
+    """'hinge' or 'slide' per joint (free and ball joints of the base are not listed)."""
     joint_qposadr: np.ndarray
     joint_dofadr: np.ndarray
     joint_limited: np.ndarray
@@ -111,6 +112,9 @@ class CanonicalModel:
     qpos0: np.ndarray
     """Default generalized positions (model's qpos0)."""
     keyframes: dict
+    ball_joints: tuple[str, ...] = ()
+    """Ball joints of the root body (part of the base, as a free joint is; not in ``joint_names``).
+    Engines that cannot build them declare so (EngineCapabilities.ball_joints)."""
 
     @property
     def joint_count(self) -> int:
@@ -157,11 +161,15 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
 
     name = lambda obj, i: mujoco.mj_id2name(m, obj, i) or f"{i}"  # noqa: E731
     types = {int(mujoco.mjtJoint.mjJNT_HINGE): "hinge", int(mujoco.mjtJoint.mjJNT_SLIDE): "slide"}
-    free = int(mujoco.mjtJoint.mjJNT_FREE)
-    joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != free]
-    for j in joints:
-        if int(m.jnt_type[j]) not in types:
-            raise CrossSimError(f"{path}: joint {name(mujoco.mjtObj.mjOBJ_JOINT, j)} is a ball joint; not supported")
+    free, ball = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
+    # A ball joint of the root body is part of the base (as a free joint is): its orientation is
+    # the base's. Elsewhere, joints are hinges and slides (one coordinate each: policy joints).
+    balls = [j for j in range(m.njnt) if int(m.jnt_type[j]) == ball]
+    for j in balls:
+        if int(m.jnt_bodyid[j]) != 1:
+            raise CrossSimError(f"{path}: joint {name(mujoco.mjtObj.mjOBJ_JOINT, j)} is a ball joint below the root "
+                                "body; crosssim supports ball joints only in the base (the first body's joints)")
+    joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (free, ball)]
     free_base = any(int(m.jnt_type[j]) == free for j in range(m.njnt))
     bodies = range(1, m.nbody)
     jidx = {j: k for k, j in enumerate(joints)}
@@ -169,6 +177,9 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
     for a in range(m.nu):
         if int(m.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT):
             raise CrossSimError(f"{path}: actuator {a} does not drive a joint directly; not supported")
+        if int(m.actuator_trnid[a, 0]) not in jidx:
+            raise CrossSimError(f"{path}: actuator {name(mujoco.mjtObj.mjOBJ_ACTUATOR, a)} drives a free or ball "
+                                "joint; crosssim drives hinge and slide joints only")
         act_joint.append(jidx[int(m.actuator_trnid[a, 0])])
     # A position actuator has gainprm[0] = kp and biasprm = [0, -kp, -kv]; a motor has bias 0.
     kp = np.where(m.actuator_biastype == int(mujoco.mjtBias.mjBIAS_AFFINE), -m.actuator_biasprm[:, 1], 0.0)
@@ -215,6 +226,7 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
         actuator_forcelimited=m.actuator_forcelimited.astype(bool).copy(),
         qpos0=m.qpos0.copy(),
         keyframes=keyframes,
+        ball_joints=tuple(name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in balls),
     )
 
 

@@ -15,7 +15,7 @@ def write_card(config, out: Path, policy: dict, extra: dict, wall_time_s: float)
     from crosssim.runner.harness import Harness
 
     harness = Harness.for_task(config.task)
-    period = harness.task.frame_skip * harness.canonical.timestep
+    period = harness.control_dt
     from crosssim.tasks import describe_task
 
     # The task with its version (Walker2d-v5): the card says which robot the policy learnt on.

@@ -94,6 +94,9 @@ class EngineCapabilities:
     """``frame(..., derived=True)`` fills ``SimFrame.derived`` from the engine's own body arrays
     (MuJoCo), so gymnasium's tasks read exactly what gymnasium reads; other engines' frames leave
     it None and the task computes the same quantities from the joint state."""
+    ball_joints: bool = False
+    """Builds a ball joint in the robot's base (CanonicalModel.ball_joints, e.g. three slides and
+    a ball joint instead of a free joint); an engine without it is refused for such a robot."""
 
 
 @runtime_checkable

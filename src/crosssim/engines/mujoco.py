@@ -33,9 +33,11 @@ class EngineMuJoCo(EngineBase):
     (``ctrl`` stays 0); crosssim's torques enter as ``qfrc_applied``."""
 
     name = "mujoco"
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, native_derived=True, fluid=True)
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, native_derived=True, fluid=True,
+                                      ball_joints=True)
     """Many MjData on one MjModel step independently; mj_resetData reuses one in place; mjData's
-    body arrays are the derived quantities gymnasium reads."""
+    body arrays are the derived quantities gymnasium reads; the model is MuJoCo's own, so a ball
+    joint in the base is simply there."""
 
     settings_keys = frozenset({"iterations"})
 

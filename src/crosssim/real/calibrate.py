@@ -102,7 +102,7 @@ class Objective:
     def traces(self, settings: dict, segment: int | None):
         from crosssim.runner.simulator import open_engine
 
-        sim = open_engine(with_settings(self.base, settings), self.harness.scene)
+        sim = open_engine(with_settings(self.base, settings), self.harness.scene, base=self.harness.model_variant)
         try:
             self.evaluations += 1
             return [simulate(sim, self.harness, log, segment=segment, stop_on_termination=False) for log in self.logs]
@@ -159,7 +159,7 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
     if method == "auto":  # a floating base moves by its contacts: a rugged objective
         method = "global" if c.free_base else "lsq"
     full_state = not c.free_base or all(log.pos is not None and log.vel is not None for log in logs)
-    dt = harness.task.frame_skip * c.timestep
+    dt = harness.control_dt
     segment = max(2, int(round(segment_s / dt))) if segment_s and full_state else None
     notes, horizon = ([f"dry runs left out (their actions never reached the motors): {', '.join(dry)}"]
                       if dry else []), None

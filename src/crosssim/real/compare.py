@@ -253,7 +253,7 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
     for name in engines:
         try:
             profile = load_profile(name)
-            sim = open_engine(profile, harness.scene)
+            sim = open_engine(profile, harness.scene, base=harness.model_variant)
         except CrossSimError as exc:
             section["engines"][name] = {"error": str(exc)}
             continue

@@ -405,7 +405,7 @@ def check_against(log: RealLog, harness) -> list[str]:
     elif list(log.joints) != policy_joints:
         where = f"card {card.path}" if card is not None else harness.scene.name
         out.append(f"{side}: field 'joints' is {list(log.joints)}; the policy's joint order ({where}) is {policy_joints}")
-    period = harness.task.frame_skip * c.timestep
+    period = harness.control_dt
     if abs(log.control_period - period) > 1e-6 * period:
         out.append(f"{side}: control_period {log.control_period} s; the policy runs every {period} s")
     if log.obs is not None and log.obs.shape[1] != harness.obs_size:

@@ -114,7 +114,7 @@ def simulate_logs(card_path: str | Path, profile, out: str | Path, *, episodes: 
     harness = Harness.from_card(card)
     c, task = harness.canonical, harness.task
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
-    sim = open_engine(profile, harness.scene)
+    sim = open_engine(profile, harness.scene, base=harness.model_variant)
     out = Path(out)
     names = [c.joint_names[j] for j in harness.joints]
     qadr, dadr = c.joint_qposadr[harness.joints], c.joint_dofadr[harness.joints]

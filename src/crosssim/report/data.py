@@ -37,6 +37,8 @@ def load_run(out: Path) -> RunData:
         rows = pd.read_parquet(out / ROWS_FILE)
     except (OSError, ValueError) as exc:
         raise CrossSimError(f"{out}: cannot read the stored results ({exc}); rerun crossval") from None
+    if "termination_reason" not in rows.columns:  # written before crosssim recorded reasons
+        rows["termination_reason"] = None
     missing = [c for c in ROW_COLUMNS if c not in rows.columns]
     if missing:
         raise CrossSimError(f"{out / ROWS_FILE}: columns {missing} missing (not a crossval's rows); rerun crossval")

@@ -42,9 +42,14 @@ class Episode:
 
     def start(self, seed: int) -> None:
         """Reset to the task's initial state drawn from ``seed`` (crossval's seeding: the
-        observation noise has its own stream, so noise never shifts initial states)."""
+        observation noise has its own stream, so noise never shifts initial states). With the
+        card's ``first_call: after_one_period`` the robot then holds a zero action for one control
+        period (pd: the default pose) before the first policy call, as deploy scripts do; that
+        period is not scored."""
         h = self.stepper.harness
         self.reset(self.task.initial_state(h.canonical, np.random.default_rng(seed)), [seed, 1])
+        if h.first_call == "after_one_period":
+            self.frame = self.stepper.step(np.zeros(h.action_size), acted=False)
 
     def observe(self) -> np.ndarray:
         """The policy's input at the current frame (with the variant's observation noise)."""

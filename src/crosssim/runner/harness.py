@@ -67,6 +67,31 @@ def build_actuation(card: Card, c: CanonicalModel, joints: np.ndarray) -> Actuat
                      torque_limit=forcelimit, target_low=low, target_high=high)
 
 
+def _configure_timing(card: Card, task: Task, c: CanonicalModel, scene: Path) -> None:
+    """Set the task's frame skip from the control period over the physics step. The period is
+    the card's (a task with a fixed frame skip checks it against its own: frame skip x the scene's
+    step); a card physics timestep keeps that period and changes the frame skip, and one that
+    does not divide it is refused naming the field."""
+    period, dt = card.control_period, card.physics_timestep
+    try:
+        if period is not None:
+            task.configure(period, c.timestep if dt is None or not task.period_from_card else dt)
+    except CrossSimError as exc:
+        if dt is not None and task.period_from_card:
+            raise CardError(f"{card.path}: field 'physics_timestep' ({dt:g} s) does not divide control_period "
+                            f"({period:g} s) into whole physics steps; choose e.g. "
+                            f"{period / max(1, round(period / dt)):g} s") from None
+        raise CardError(f"{card.path}: {exc} ({scene.name})") from None
+    if dt is not None and not task.period_from_card:
+        native = task.frame_skip * c.timestep
+        skip = native / dt
+        if not np.isclose(skip, round(skip), rtol=1e-6, atol=0) or round(skip) < 1:
+            raise CardError(f"{card.path}: field 'physics_timestep' ({dt:g} s) does not divide task {task.name}'s "
+                            f"control period ({native:g} s) into whole physics steps; choose e.g. "
+                            f"{native / max(1, round(skip)):g} s")
+        task.frame_skip = int(round(skip))  # the gymnasium task's period stays; only the skip follows
+
+
 @dataclass
 class Observer:
     """Per-rollout observation state (history, last action) over the harness's builder."""
@@ -84,6 +109,8 @@ class Observer:
     def __call__(self, frame: SimFrame, task_state: dict) -> np.ndarray:
         if self.builder is None:
             return self.harness.task.observe(frame, task_state)
+        if "command" in task_state:  # a task may draw a new command mid-episode
+            self.ctx.command = np.asarray(task_state["command"], dtype=float)
         return self.builder(frame, self.ctx)
 
     def acted(self, action: np.ndarray) -> None:
@@ -102,6 +129,27 @@ class Harness:
     joints: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     """Canonical joint index of each policy joint, in the policy's order."""
     sensors: object = None
+    physics_dt: float = 0.0
+    """Physics step [s]: the card's ``physics_timestep``, else the scene's (0: the scene's)."""
+
+    def __post_init__(self):
+        if not self.physics_dt:
+            self.physics_dt = self.canonical.timestep
+
+    @property
+    def first_call(self) -> str:
+        """When the policy is first called (card ``first_call``): 'reset' or 'after_one_period'."""
+        return self.card.first_call if self.card is not None else "reset"
+
+    @property
+    def model_variant(self):
+        """The card's own change to the compiled model (its physics timestep), under every
+        profile and perturbation (crosssim.runner.simulator.open_engine's ``base``)."""
+        from crosssim.variant import ModelVariant, Variant
+
+        if self.card is None or self.card.physics_timestep is None:
+            return Variant()
+        return Variant(ModelVariant(timestep=self.card.physics_timestep))
 
     @classmethod
     def from_card(cls, card: Card) -> "Harness":
@@ -125,14 +173,15 @@ class Harness:
             joints = np.array([c.joint_names.index(j) for j in card.joints], dtype=int)
         else:
             joints = c.actuator_joint.copy()
-        h = cls(card, task, scene, c, build_actuation(card, c, joints), joints)
+        h = cls(card, task, scene, c, build_actuation(card, c, joints), joints,
+                physics_dt=card.physics_timestep or c.timestep)
         if card.control_period is None and task.period_from_card:
             raise CardError(f"{card.path}: task {task.name} needs 'control_period' (seconds)")
-        if card.control_period is not None:
-            try:
-                task.configure(card.control_period, c.timestep)
-            except CrossSimError as exc:
-                raise CardError(f"{card.path}: {exc} ({scene.name})") from None
+        _configure_timing(card, task, c, scene)
+        try:
+            task.bind(c, joints)
+        except CardError as exc:
+            raise CardError(f"{card.path}: {exc}") from None
         if card.observation.terms:
             from crosssim.observations import check_terms
             from crosssim.sensors import SensorReader
@@ -161,7 +210,7 @@ class Harness:
         if card is None or not card.observation.terms:
             return Observer(self, None, None)
         o = card.observation
-        builder = ObservationBuilder(o.terms, history=o.history, layout=o.layout)
+        builder = ObservationBuilder(o.terms, history=o.history, layout=o.layout, fill=o.fill)
         a = self.actuation
         default = a.default_pos if a.default_pos is not None else self.canonical.qpos0[a.qpos_index]
         ctx = TermContext(a.qpos_index, a.dof_index, default, quaternion_order=o.quaternion_order,
@@ -170,8 +219,8 @@ class Harness:
 
     @property
     def control_dt(self) -> float:
-        """Control period [s]: the task's frame skip over the scene's own physics step."""
-        return self.task.frame_skip * self.canonical.timestep
+        """Control period [s]: the task's frame skip over the physics step (the card's or the scene's)."""
+        return self.task.frame_skip * self.physics_dt
 
     @property
     def max_torque(self) -> np.ndarray:

@@ -23,6 +23,9 @@ class EpisodeResult:
     length: int = 0
     terminated: bool = False
     failure: str | None = None
+    termination_reason: str | None = None
+    """How the episode ended: "time_limit", the task's reason ("fall: ...", "unhealthy: ..."), or
+    "failure" (the text is in ``failure``)."""
     x_velocity: float = float("nan")
     """Mean forward velocity over the episode [m/s]."""
     metrics: dict[str, float] = field(default_factory=dict)
@@ -53,6 +56,7 @@ class EpisodeAccount:
             self.traj["qpos"].append(frame.qpos.copy())
         if step.terminated:
             self.result.terminated = True
+            self.result.termination_reason = step.reason or f"terminated by task {ep.task.name}"
 
     def fail(self, exc: Exception) -> None:
         """Engine or policy failures become ``result.failure``, never exceptions."""
@@ -65,6 +69,10 @@ class EpisodeAccount:
 
     def finish(self, control_dt: float) -> EpisodeResult:
         result = self.result
+        if result.failure is not None:
+            result.termination_reason = "failure"
+        elif result.termination_reason is None:
+            result.termination_reason = "time_limit"
         if result.length:
             result.metrics = {k: v / result.length for k, v in self.sums.items()}
             result.x_velocity = result.metrics.get("x_velocity", float("nan"))

@@ -31,14 +31,17 @@ class Simulator:
         self.engine.close(self.model)
 
 
-def open_engine(profile: EngineProfile, scene, perturbation: Perturbation | Variant | None = None) -> Simulator:
-    """Compile ``scene`` with the profile's variant and ``perturbation`` on top, and build the
-    engine from it. EngineUnavailable propagates with its install hint; settings the engine does
+def open_engine(profile: EngineProfile, scene, perturbation: Perturbation | Variant | None = None, *,
+                base: Variant | None = None) -> Simulator:
+    """Compile ``scene`` with ``base`` (the card's own model changes: ``Harness.model_variant``),
+    the profile's variant on top of it and ``perturbation`` on top of that, and build the engine
+    from it. EngineUnavailable propagates with its install hint; settings the engine does
     not read are refused naming the profile file."""
     engine = get_engine(profile.engine)
     check_settings(profile, engine)
+    _check_base(engine, profile, scene)
     top = perturbation.variant() if isinstance(perturbation, Perturbation) else perturbation or Variant()
-    variant = profile.variant.then(top)
+    variant = (base or Variant()).then(profile.variant).then(top)
     compiled = compile_model(scene, variant.model)
     check_features(engine, compiled, profile.name)
     return Simulator(engine, engine.load(compiled, profile), profile.name, variant, compiled.timestep)
@@ -51,3 +54,16 @@ def check_features(engine: Engine, compiled, column: str) -> None:
     if (opt.viscosity > 0 or opt.density > 0) and not engine.capabilities.fluid:
         raise EngineFailure(f"{column}: {compiled.scene.name} moves in a fluid (viscosity {opt.viscosity:g}, density "
                             f"{opt.density:g}) and {engine.name} has no fluid model; run it in mujoco")
+
+
+def _check_base(engine, profile: EngineProfile, scene) -> None:
+    """Refuse, in one line, a robot whose base has a joint kind the engine cannot build."""
+    from pathlib import Path
+
+    from crosssim.errors import CrossSimError
+    from crosssim.scene import canonical_model
+
+    balls = canonical_model(Path(scene)).ball_joints
+    if balls and not engine.capabilities.ball_joints:
+        raise CrossSimError(f"{profile.name}: engine {engine.name} cannot build ball joints (base joint {balls[0]!r} "
+                            f"of {Path(scene).name}); run this robot in mujoco, or give it a free joint")

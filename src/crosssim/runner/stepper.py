@@ -30,6 +30,13 @@ def frame_skip(control_dt: float, physics_dt: float, name: str) -> int:
     return int(round(skip))
 
 
+def _events_seed(noise_seed):
+    """The task-events stream's seed, beside the observation noise's ([seed, 1] in crossval)."""
+    if noise_seed is None:
+        return None
+    return [*np.atleast_1d(np.asarray(noise_seed, dtype=np.int64)).tolist(), 2]
+
+
 class ControlStepper:
     """Drives one engine state through control periods of the harness's task.
 
@@ -92,6 +99,8 @@ class ControlStepper:
         self._held = np.zeros(h.action_size)
         frame = self.frame()
         task_state = h.task.reset(frame)
+        # Its own stream too, so drawing commands never shifts initial states or noise.
+        h.task.start_episode(task_state, np.random.default_rng(_events_seed(noise_seed)))
         self.observer.reset(task_state)
         return frame, task_state
 
@@ -118,10 +127,13 @@ class ControlStepper:
             action = np.clip(action, *h.card.action.clip)
         return action
 
-    def step(self, action: np.ndarray) -> SimFrame:
-        """Apply one (checked) action for one control period; return the new frame (finite)."""
+    def step(self, action: np.ndarray, *, acted: bool = True) -> SimFrame:
+        """Apply one (checked) action for one control period; return the new frame (finite).
+        ``acted=False``: not the policy's action (the period before the first call), so
+        ``last_action`` stays zero."""
         engine, model, act = self.engine, self.model, self.harness.actuation
-        self.observer.acted(action)
+        if acted:
+            self.observer.acted(action)
         if self.delay_steps:
             self._pending.append(action)
             action = self._pending.popleft()

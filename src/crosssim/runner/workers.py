@@ -86,7 +86,7 @@ def execute_job(job: EngineJob, emit) -> None:
         if not todo and not perturbation.is_nominal:
             continue
         try:
-            sim = open_engine(profile, harness.scene, perturbation)
+            sim = open_engine(profile, harness.scene, perturbation, base=harness.model_variant)
         except Exception as exc:
             fail(exc)
             return

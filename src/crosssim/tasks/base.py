@@ -18,6 +18,9 @@ class StepResult:
     reward: float
     terms: dict[str, float]
     terminated: bool
+    reason: str | None = None
+    """Why the task terminated, "<kind>: <detail>" (e.g. "fall: tilt 1.2 rad > 1 rad"); a
+    termination without one is recorded as "terminated by task <name>"."""
 
 
 class Task:
@@ -78,6 +81,10 @@ class Task:
             raise CrossSimError(f"control_period {control_period} s does not match task {self.name}: "
                                 f"{self.frame_skip} x {timestep} s = {period} s")
 
+    def bind(self, c: CanonicalModel, joints: np.ndarray) -> None:
+        """Resolve card options that need the robot (``joints``: canonical index of each policy
+        joint, in the policy's order); raise CardError naming the field. Default: nothing to do."""
+
     def observation_size(self, c: CanonicalModel) -> int:
         raise NotImplementedError
 
@@ -95,6 +102,10 @@ class Task:
     def reset(self, frame: SimFrame) -> dict[str, Any]:
         """Task state at episode start (commands, phase, previous positions...)."""
         return {}
+
+    def start_episode(self, state: dict, rng: np.random.Generator) -> None:
+        """Draw what an episode varies besides its initial state (commands, ...) into ``state``,
+        from ``rng``, the episode's own stream; called right after ``reset``. Default: nothing."""
 
     def observe(self, frame: SimFrame, state: dict) -> np.ndarray:
         raise NotImplementedError

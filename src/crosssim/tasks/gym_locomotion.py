@@ -69,7 +69,16 @@ class PlanarLocomotion(GymTask):
             terms["survive"] = float(healthy or self.version == "v4") * self.healthy_reward
             terminated = not healthy
         reward = forward + terms.get("survive", 0.0) - ctrl
-        return StepResult(reward, terms, terminated)
+        return StepResult(reward, terms, terminated, self.unhealthy_reason(after) if terminated else None)
+
+    def unhealthy_reason(self, frame: SimFrame) -> str:
+        """Which of gymnasium's healthy ranges the frame left, in words."""
+        z, angle = frame.qpos[1], frame.qpos[2]
+        if self.healthy_z is not None and not self.healthy_z[0] < z < self.healthy_z[1]:
+            return f"unhealthy: torso height {z:.3f} m outside ({self.healthy_z[0]:g}, {self.healthy_z[1]:g})"
+        if self.healthy_angle is not None and not self.healthy_angle[0] < angle < self.healthy_angle[1]:
+            return f"unhealthy: torso angle {angle:.3f} rad outside ({self.healthy_angle[0]:g}, {self.healthy_angle[1]:g})"
+        return f"unhealthy: a state value outside ({self.healthy_state[0]:g}, {self.healthy_state[1]:g})"
 
 
 class Hopper(PlanarLocomotion):
@@ -173,4 +182,6 @@ class Ant(GymTask):
         survive = float(healthy or self.version == "v4")  # as PlanarLocomotion
         terms = {"forward": velocity[0], "ctrl": -ctrl, "contact": -contact, "survive": survive,
                  "x_velocity": velocity[0]}
-        return StepResult(velocity[0] + survive - ctrl - contact, terms, not healthy)
+        reason = None if healthy else (f"unhealthy: torso height {after.qpos[2]:.3f} m outside "
+                                       f"[{self.healthy_z[0]:g}, {self.healthy_z[1]:g}] (or a non-finite state)")
+        return StepResult(velocity[0] + survive - ctrl - contact, terms, not healthy, reason)

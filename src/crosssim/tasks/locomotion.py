@@ -17,6 +17,7 @@ import numpy as np
 from crosssim.errors import CardError, CrossSimError
 from crosssim.frame import InitialState, quat_to_matrix
 from crosssim.tasks.base import StepResult, Task
+from crosssim.tasks.locomotion_options import CommandRanges, FallRule, FootHeights, StartPose
 
 
 @dataclass(frozen=True)
@@ -88,19 +89,36 @@ class Locomotion(Task):
     max_steps = 1000
 
     def __init__(self, *, command=(0.5, 0.0, 0.0), episode_seconds: float = 20.0, keyframe: str | None = None,
-                 min_base_height: float | None = None, max_tilt: float = 1.0, reset_noise: float | None = None,
-                 reset: dict | None = None, tracking_sigma: float = 0.25):
+                 min_base_height: float | None = None, max_tilt: float | None = None, reset_noise: float | None = None,
+                 reset: dict | None = None, tracking_sigma: float = 0.25, fall: dict | str | None = None,
+                 start_pose: dict | None = None, commands: dict | None = None):
         cmd = np.asarray(command, dtype=float)
         if cmd.shape != (3,) or not np.isfinite(cmd).all():
             raise CardError(f"task_options.command must be [vx, vy, yaw_rate], got {command!r}")
         self.command, self.episode_seconds, self.keyframe = cmd, float(episode_seconds), keyframe
-        self.min_base_height, self.max_tilt = min_base_height, float(max_tilt)
+        self.fall = FallRule.parse({"height": None, "tilt": None} if fall == "none" else fall,
+                                   min_base_height=min_base_height, max_tilt=max_tilt)
+        self.start_pose = StartPose.parse(start_pose)
+        self.commands = CommandRanges.parse(commands)
         self.sigma = float(tracking_sigma)
         if reset_noise is not None and reset is not None:
             raise CardError("task_options: give either reset (joint_pos_noise, ...) or the older reset_noise, not both")
         # reset_noise (the first option, joint positions only) keeps its old meaning exactly.
         self.reset_events = (ResetEvents(joint_pos_noise=float(reset_noise), joint_vel_noise=0.0, yaw_range=(0.0, 0.0))
                              if reset_noise is not None else ResetEvents.parse(reset or {}))
+        self._start_qpos: np.ndarray | None = None  # set by bind: keyframe or qpos0 with start_pose applied
+        self._feet: FootHeights | None = None
+
+    def bind(self, c, joints: np.ndarray) -> None:
+        """Resolve what needs the robot: the keyframe, the start pose (policy joint order
+        ``joints``) and the fall rule's feet; CardError naming the field."""
+        if self.keyframe is not None and self.keyframe not in c.keyframes:
+            raise CardError(f"task_options.keyframe {self.keyframe!r} is not in {c.path.name}; "
+                            f"keyframes: {sorted(c.keyframes)}")
+        qpos = (c.keyframes[self.keyframe] if self.keyframe is not None else c.qpos0).copy()
+        self._start_qpos = qpos if self.start_pose is None else self.start_pose.apply(c, qpos, joints)
+        if self.fall.reference == "lowest_foot":
+            self._feet = FootHeights(c.path, self.fall.feet)
 
     period_from_card = True
     metrics = ("tracking", "return", "survival")
@@ -109,10 +127,12 @@ class Locomotion(Task):
 
     def metric_values(self, rows, name: str) -> np.ndarray:
         """``tracking``: 0 for an episode that fell, else the share of the commanded planar velocity
-        delivered, 1 - mean |v_xy - command_xy| / max(|command_xy|, 0.1 m/s), in [0, 1]."""
+        delivered, 1 - mean |v_xy - command_xy| / max(|command_xy|, 0.1 m/s), in [0, 1] (with
+        command ranges, |command_xy| is the episode's mean commanded speed)."""
         if name != "tracking":
             return super().metric_values(rows, name)
-        speed = max(float(np.linalg.norm(self.command[:2])), 0.1)
+        speed = np.maximum(rows["metric_command_speed"].to_numpy(float) if "metric_command_speed" in rows
+                           else float(np.linalg.norm(self.command[:2])), 0.1)
         err = rows["metric_lin_vel_error"].to_numpy(float) if "metric_lin_vel_error" in rows else np.nan
         values = np.where(rows["terminated"].to_numpy(bool), 0.0, np.clip(1.0 - err / speed, 0.0, 1.0))
         return np.where(rows["failure"].isna().to_numpy(), values, np.nan)
@@ -130,24 +150,54 @@ class Locomotion(Task):
         raise CardError("the Locomotion task needs observation.terms in the card")
 
     def initial_state(self, c, rng, *, events: ResetEvents | None = None) -> InitialState:
-        if self.keyframe is not None:
-            if self.keyframe not in c.keyframes:
-                raise CardError(f"task_options.keyframe {self.keyframe!r} is not in {c.path.name}; "
-                                f"keyframes: {sorted(c.keyframes)}")
-            qpos = c.keyframes[self.keyframe].copy()
-        else:
-            qpos = c.qpos0.copy()
-        return (events or self.reset_events).sample(c, qpos, rng)
+        if self._start_qpos is None:  # a task used without a harness: no start pose to apply
+            self.bind(c, c.actuator_joint)
+        return (events or self.reset_events).sample(c, self._start_qpos, rng)
 
     def nominal_initial_state(self, c) -> InitialState:
         return self.initial_state(c, None, events=ResetEvents(0.0, 0.0, (0.0, 0.0)))
 
     def reset(self, frame):
-        height = frame.base_pos[2]
-        return {"command": self.command.copy(), "min_height": self.min_base_height or 0.5 * height}
+        start = self._height(frame)
+        level = None
+        if self.fall.reference is not None:
+            level = self.fall.min_height if self.fall.min_height is not None else self.fall.fraction * start
+        return {"command": self.command.copy(), "min_height": level, "start_height": start}
+
+    def start_episode(self, state, rng) -> None:
+        """Draw this episode's command (and when it is drawn again) from ``rng`` when the card
+        gives command ranges; nothing is drawn otherwise."""
+        if self.commands is None:
+            return
+        state["command"] = self.commands.draw(self.command, rng)
+        state["resample_at"] = self.commands.next_time(0.0, rng)
+        state["rng"] = rng
+
+    def _height(self, frame) -> float:
+        """The base's height above the fall rule's reference [m] (start: the world's, read at reset)."""
+        z = float(frame.base_pos[2])
+        if self.fall.reference == "lowest_foot":
+            return z - self._feet.lowest(frame.qpos)
+        return z
 
     def observe(self, frame, state):
         raise CardError("the Locomotion task needs observation.terms in the card")
+
+    def _fallen(self, frame, tilt: float, state) -> str | None:
+        """The reason this frame is a fall, or None."""
+        rule = self.fall
+        if rule.max_tilt is not None and tilt > rule.max_tilt:
+            return f"fall: tilt {tilt:.3f} rad > {rule.max_tilt:g} rad"
+        if rule.reference is not None:
+            height = self._height(frame)
+            if rule.reference == "start":
+                height -= state["start_height"]
+            if height < state["min_height"]:
+                above = {"world": "the world", "start": "its start height", "lowest_foot": "the lowest foot"}
+                level = (f"{rule.min_height:g} m" if rule.min_height is not None
+                         else f"{state['min_height']:.3f} m ({rule.fraction:g} x the start)")
+                return f"fall: base height {height:.3f} m above {above[rule.reference]} < {level}"
+        return None
 
     def step(self, before, after, action, state, dt):
         cmd = state["command"]
@@ -162,12 +212,17 @@ class Locomotion(Task):
         yaw_err = float(abs(after.base_ang_vel[2] - cmd[2]))
         reward = np.exp(-lin_err**2 / self.sigma) + 0.5 * np.exp(-yaw_err**2 / self.sigma)
         tilt = float(np.arccos(np.clip(R[2, 2], -1.0, 1.0)))
-        fallen = after.base_pos[2] < state["min_height"] or tilt > self.max_tilt
+        reason = self._fallen(after, tilt, state)
         energy = float(np.sum(np.abs(after.joint_torque * after.qvel[self._dofs(after)]))) * dt \
             if after.joint_torque.size else 0.0
         terms = {"x_velocity": float(v_head[0]), "lin_vel_error": lin_err, "yaw_rate_error": yaw_err,
                  "tilt": tilt, "energy": energy, "body_vx": float(v_body[0])}
-        return StepResult(float(reward), terms, bool(fallen))
+        if self.commands is not None:
+            terms["command_speed"] = float(np.linalg.norm(cmd[:2]))
+            if after.time >= state["resample_at"]:  # the next step tracks a new command
+                state["command"] = self.commands.draw(self.command, state["rng"])
+                state["resample_at"] = self.commands.next_time(after.time, state["rng"])
+        return StepResult(float(reward), terms, reason is not None, reason)
 
     def _dofs(self, frame):
         n = frame.joint_torque.size
