@@ -342,9 +342,13 @@ ANT = CARDS / "ant-locomotion.yaml"
 
 
 def _ant_pd_card(tmp_path) -> Path:
-    """The registry's Ant smoke card with a PD law (kp 5, kd 0) instead of its motors."""
+    """The registry's Ant smoke card with a PD law (kp 5, kd 0) instead of its motors, and a
+    fixed random linear TorchScript policy (70 observations -> 8 actions) that moves the legs."""
     raw = yaml.safe_load(ANT.read_text())
     raw["action"] = {"mode": "pd", "kp": 5.0, "kd": 0.0, "scale": 0.5, "torque_limit": 1e6}
+    torch.manual_seed(0)
+    torch.jit.script(torch.nn.Sequential(torch.nn.Linear(70, 8), torch.nn.Tanh())).save(str(tmp_path / "ant.pt"))
+    raw["policy"] = {"file": "ant.pt", "format": "torchscript"}
     card = tmp_path / "ant-pd.yaml"
     card.write_text(yaml.safe_dump(raw))
     return card
@@ -397,3 +401,52 @@ def test_crossval_refuses_a_bad_actuator_file_before_running(tmp_path, monkeypat
                                 cache_dir=str(tmp_path / "cache")))
     _one_line(e, "bad.pt")
     assert not (tmp_path / "run" / "results.parquet").exists()
+
+
+def test_swept_actuator_conditions_run_and_key_by_content(tmp_path):
+    """A crossval condition (Perturbation fields, what the sweeps send to workers) carrying an
+    actuator file or a free speed runs through the worker, one at a time and in lockstep alike,
+    deterministically; the result cache keys such a row by the net's bytes."""
+    from crosssim.card import load_card
+    from crosssim.runner.cache import ResultCache
+    from crosssim.runner.harness import Harness
+    from crosssim.runner.workers import EngineJob, execute_job
+
+    card = _ant_pd_card(tmp_path)
+    weak = str(save(Linear([0, -2.0, 0, 0, 0, 0]), tmp_path / "weak.pt", 6))
+    conditions = (("nominal", {}), ("weak", {"actuator": weak}), ("slow", {"motor_free_speed": 0.5}))
+    episodes = ((0, 0), (1, 1))
+
+    def rows(batch: bool) -> dict:
+        out = {}
+
+        def emit(kind, payload):
+            assert kind != "error", payload
+            if kind == "row":
+                out[(payload["condition"], payload["episode"])] = payload["ret"]
+
+        execute_job(EngineJob(str(card), "mujoco", episodes, trust=True, max_steps=30, conditions=conditions,
+                              batch=batch), emit)
+        return out
+
+    from crosssim.engines.base import get_engine
+    from crosssim.policies import load_policy
+    from crosssim.runner.batched import can_batch
+
+    h = Harness.from_card(load_card(card))
+    policy = load_policy(load_card(card), obs_size=h.obs_size, action_size=h.action_size, trust=True)
+    assert can_batch(get_engine("mujoco"), policy)  # so batch=True really runs in lockstep
+    one, again, lockstep = rows(False), rows(False), rows(True)
+    assert one == again and len(one) == 6
+    assert one.keys() == lockstep.keys()
+    np.testing.assert_allclose([lockstep[k] for k in one], list(one.values()), rtol=1e-6)
+    assert one[("weak", 0)] != one[("nominal", 0)] and one[("slow", 0)] != one[("nominal", 0)]
+
+    c = load_card(card)
+    cache = ResultCache(tmp_path / "cache", card=c, scene=Harness.from_card(c).scene, max_steps=30, trust=True,
+                        profiles={"mujoco": None})
+    fields = {"actuator": weak}
+    before = cache.key("mujoco", "weak", fields, 0)
+    assert cache.key("mujoco", "weak", fields, 0) == before
+    save(Linear([0, -3.0, 0, 0, 0, 0]), Path(weak), 6)
+    assert cache.key("mujoco", "weak", fields, 0) != before
