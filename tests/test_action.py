@@ -92,7 +92,8 @@ class ActionRun:
     package index: a `crosssim` on PATH runs this checkout's source instead (tests/test_packaging.py
     installs the built wheel)."""
 
-    def __init__(self, repo: Path, tmp: Path, inputs: dict[str, str], event: str = "pull_request"):
+    def __init__(self, repo: Path, tmp: Path, inputs: dict[str, str], event: str = "pull_request",
+                 cache: Path | None = None):
         self.repo, self.tmp = repo, tmp
         spec = yaml.safe_load(ACTION.read_text())
         self.steps = spec["runs"]["steps"]
@@ -110,7 +111,8 @@ class ActionRun:
         (tmp / "runner").mkdir(exist_ok=True)
         self.env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
                     "PYTHONPATH": str(ROOT / "src"), "PYTHONSAFEPATH": "1", "GITHUB_ACTION_PATH": str(ROOT),
-                    "RUNNER_TEMP": str(tmp / "runner"), "GITHUB_STEP_SUMMARY": str(self.summary)}
+                    "RUNNER_TEMP": str(tmp / "runner"), "GITHUB_STEP_SUMMARY": str(self.summary),
+                    "CROSSSIM_CACHE": str(cache or tmp / "cache")}
 
     def value(self, expr: str) -> str:
         if expr.startswith("inputs."):
@@ -181,11 +183,21 @@ def test_action_steps_in_a_pull_request(tmp_path):
         _git(repo, "commit", "-qam", name)
         work = tmp_path / name
         work.mkdir()
-        action = ActionRun(repo, work, {**inputs, **more})
+        action = ActionRun(repo, work, {**inputs, **more}, cache=tmp_path / "cache")
         action.rc = action.run()
         return action
 
+    # A push to main fills the base branch's row cache (what the action saves outside pull requests).
+    warm_dir = tmp_path / "warm"
+    warm_dir.mkdir()
+    warm = ActionRun(repo, warm_dir, inputs, event="push", cache=tmp_path / "cache")
+    assert warm.run() == 0, warm.log
+    baseline_rows = Path(warm.outputs["plan"]["rows"])
+    cached = sorted(baseline_rows.rglob("*.json"))
+    assert cached and "evaluated 1 policies" in warm.log
+
     same = pull_request("same", lambda: card.write_text(card.read_text() + "# reviewed\n"))
+    assert sorted(baseline_rows.rglob("*.json")) == cached  # the baseline came wholly from those rows
     assert same.rc == 0, same.log
     assert same.outputs["gate"] == {"status": "pass", "gated": "1"}, same.log
     assert "crosssim gate: PASS" in same.summary.read_text()
