@@ -28,6 +28,11 @@ CASES = [
     ("Reacher", {}, "Reacher-v5", {}),
     ("Pusher", {}, "Pusher-v5", {}),
     ("Humanoid", {}, "Humanoid-v5", {}),
+    ("Swimmer-v4", {}, "Swimmer-v4", {}),
+    ("InvertedPendulum-v4", {}, "InvertedPendulum-v4", {}),
+    ("InvertedDoublePendulum-v4", {}, "InvertedDoublePendulum-v4", {}),
+    ("Reacher-v4", {}, "Reacher-v4", {}),
+    ("Humanoid-v4", {}, "Humanoid-v4", {}),
 ]
 STEPS = 300
 

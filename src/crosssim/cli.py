@@ -369,6 +369,7 @@ def cmd_tasks(args) -> int:
     from crosssim.scene import canonical_model, resolve_scene
     from crosssim.tasks import describe_task, registered_tasks
 
+    rows = []
     for name, cls in sorted(registered_tasks().items()):
         versions = list(getattr(cls, "versions", {})) or [None]
         default = getattr(cls, "default_version", None)
@@ -379,15 +380,18 @@ def cmd_tasks(args) -> int:
                 if version is not None and version == default:
                     label += f" ({name})"  # what a card that names no version runs
                 if not task.scene:  # the robot comes from the card (Locomotion): sizes depend on it
-                    print(f"{label:<30} obs, act and control from the card's robot and observation terms")
+                    rows.append((label, "obs, act and control from the card's robot and observation terms"))
                     continue
                 c = canonical_model(resolve_scene(task.scene))
                 options = getattr(task, "options_note", "")
-                print(f"{label:<30} obs {task.observation_size(c):>4}  act {task.action_size(c):>3}  "
-                      f"control {task.frame_skip * c.timestep * 1000:>2.0f} ms  scene {task.scene}"
-                      + (f"  ({options})" if options else ""))
+                rows.append((label, f"obs {task.observation_size(c):>4}  act {task.action_size(c):>3}  control "
+                                    f"{task.frame_skip * c.timestep * 1000:>2.0f} ms  scene {task.scene}"
+                                    + (f"  ({options})" if options else "")))
             except (CrossSimError, TypeError) as exc:  # a plugin's task that cannot be built says why, once
-                print(f"{name:<30} cannot be listed: {exc}")
+                rows.append((name, f"cannot be listed: {exc}"))
+    width = max(len(label) for label, _ in rows) + 2
+    for label, text in rows:
+        print(f"{label:<{width}}{text}")
     print("A task named without a version runs the one marked with its name; choose another with "
           "task: <Task>-v4 (or task_options.version).")
     return EXIT_OK

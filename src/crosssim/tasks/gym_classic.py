@@ -1,7 +1,7 @@
-"""Gymnasium's small MuJoCo tasks (v5): Swimmer, InvertedPendulum, InvertedDoublePendulum, Reacher.
+"""Gymnasium's small MuJoCo tasks: Swimmer, InvertedPendulum, InvertedDoublePendulum, Reacher.
 
-Observation, reward, termination and reset distribution follow gymnasium 1.x ``<Task>-v5`` with
-default arguments, computed from SimFrames only (body positions through crosssim.tasks.kinematics);
+Observation, reward, termination and reset distribution follow gymnasium 1.x ``<Task>-v5`` and
+``-v4`` (the layouts of the mujoco-py v2/v3 agents, as RL-Zoo's) with default arguments, computed from SimFrames only (body positions through crosssim.tasks.kinematics);
 tests/test_gym_equivalence.py holds them to gymnasium step for step.
 """
 
@@ -21,7 +21,7 @@ class Swimmer(GymTask):
 
     name = "Swimmer"
     scene = "gymnasium:swimmer.xml"
-    versions = {"v5": scene}
+    versions = {"v4": scene, "v5": scene}  # the same task
     frame_skip = 4
     forward_weight = 1.0
     ctrl_cost_weight = 1e-4
@@ -48,7 +48,7 @@ class InvertedPendulum(GymTask):
 
     name = "InvertedPendulum"
     scene = "gymnasium:inverted_pendulum.xml"
-    versions = {"v5": scene}
+    versions = {"v4": scene, "v5": scene}  # v4 pays 1 on the step that ends the episode too
     frame_skip = 2
     reset_noise = ResetNoise(0.01)
     max_angle = 0.2
@@ -65,26 +65,27 @@ class InvertedPendulum(GymTask):
     def step(self, before, after, action, state, dt):
         obs = self.observe(after, state)
         terminated = bool(not np.isfinite(obs).all() or abs(after.qpos[1]) > self.max_angle)
-        reward = float(not terminated)
+        reward = float(not terminated or self.version == "v4")
         return StepResult(reward, {"survive": reward, "angle": float(after.qpos[1])}, terminated)
 
 
 class InvertedDoublePendulum(GymTask):
     """Two poles on a cart: keep the tip (site ``tip``) high; the episode ends when it drops to 1 m.
 
-    The last observation value is the constraint force on the cart's slider (its range limit):
-    MuJoCo's own where the engine hands it over, else 0 (only the engine's solver knows it)."""
+    The observation ends with constraint forces (v5: the cart slider's, its range limit; v4: every
+    joint's): MuJoCo's own where the engine hands them over, else 0 (only the engine's solver
+    knows them). v4 also pays the alive bonus on the step that ends the episode."""
 
     name = "InvertedDoublePendulum"
     scene = "gymnasium:inverted_double_pendulum.xml"
-    versions = {"v5": scene}
+    versions = {"v4": scene, "v5": scene}
     frame_skip = 5
     needs_derived = True
     healthy_reward = 10.0
     reset_noise = ResetNoise(0.1, qvel="normal")
 
     def observation_size(self, c):
-        return 1 + 2 * (c.nq - 1) + c.nv + 1
+        return 1 + 2 * (c.nq - 1) + c.nv + (c.nv if self.version == "v4" else 1)
 
     def initial_state(self, c, rng):
         return self.reset_noise.sample(c.qpos0, c.nv, rng)
@@ -92,7 +93,8 @@ class InvertedDoublePendulum(GymTask):
     def observe(self, frame, state):
         k = kinematics_of(self.scene).of(frame)
         return np.concatenate((frame.qpos[:1], np.sin(frame.qpos[1:]), np.cos(frame.qpos[1:]),
-                               np.clip(frame.qvel, -10, 10), np.clip(k["qfrc_constraint"], -10, 10)[:1]))
+                               np.clip(frame.qvel, -10, 10),
+                               np.clip(k["qfrc_constraint"], -10, 10)[:None if self.version == "v4" else 1]))
 
     def step(self, before, after, action, state, dt):
         x, _, y = kinematics_of(self.scene).of(after)["site_xpos"][0]
@@ -100,17 +102,20 @@ class InvertedDoublePendulum(GymTask):
         v1, v2 = after.qvel[1:3]
         dist = 0.01 * x**2 + (y - 2) ** 2
         vel = 1e-3 * v1**2 + 5e-3 * v2**2
-        alive = self.healthy_reward * float(not terminated)
+        alive = self.healthy_reward * float(not terminated or self.version == "v4")
         return StepResult(alive - dist - vel, {"survive": alive, "distance": -dist, "velocity": -vel,
                                                "tip_height": float(y)}, terminated)
 
 
 class Reacher(GymTask):
-    """A two-link arm reaching a random target in the plane (target joints: the last two qpos)."""
+    """A two-link arm reaching a random target in the plane (target joints: the last two qpos).
+
+    v4 observes the fingertip-to-target vector with its (zero) z component, 11 values, and rewards
+    the distance before the step rather than after it."""
 
     name = "Reacher"
     scene = "gymnasium:reacher.xml"
-    versions = {"v5": scene}
+    versions = {"v4": scene, "v5": scene}
     frame_skip = 2
     max_steps = 50
     needs_derived = True
@@ -118,7 +123,7 @@ class Reacher(GymTask):
     ctrl_weight = 1.0
 
     def observation_size(self, c):
-        return 2 + 2 + (c.nq - 2) + 2 + 2
+        return 2 + 2 + (c.nq - 2) + 2 + (3 if self.version == "v4" else 2)
 
     def initial_state(self, c, rng):
         # Gymnasium's draw order: qpos noise, then the goal (rejection sampled), then qvel noise.
@@ -145,10 +150,10 @@ class Reacher(GymTask):
     def observe(self, frame, state):
         theta = frame.qpos[:2]
         return np.concatenate((np.cos(theta), np.sin(theta), frame.qpos[2:], frame.qvel[:2],
-                               self._to_target(frame)[:2]))
+                               self._to_target(frame)[:3 if self.version == "v4" else 2]))
 
     def step(self, before, after, action, state, dt):
-        distance = float(np.linalg.norm(self._to_target(after)))
+        distance = float(np.linalg.norm(self._to_target(before if self.version == "v4" else after)))
         dist = -distance * self.dist_weight
         ctrl = -float(np.sum(np.square(action))) * self.ctrl_weight
         return StepResult(dist + ctrl, {"distance": dist, "ctrl": ctrl}, False)
