@@ -192,6 +192,13 @@ def test_free_speed_alone_bounds_the_card_law():
     np.testing.assert_allclose(m.torques(target, q, qd), [10.0, 5.0, 0.0])
 
 
+def test_free_speed_must_be_positive():
+    from crosssim.actuators import build_actuator
+
+    with pytest.raises(CrossSimError, match="motor_free_speed must be a joint speed above 0"):
+        build_actuator(HarnessVariant(motor_free_speed=0.0), None)
+
+
 def test_spec_per_joint_values(tmp_path):
     (tmp_path / "dc.yaml").write_text("model: dc_motor\nfree_speed: {'hip|thigh': 30.0, calf: 20.0}\n"
                                       "saturation_torque: [23.7, 23.7, 35.55]\n")

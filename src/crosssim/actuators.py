@@ -181,12 +181,16 @@ def per_joint(spec: ActuatorSpec, key: str, names: list[str], default: np.ndarra
     return out
 
 
-def check_file(path) -> None:
-    """Refuse a malformed actuator file, or a net outside the TorchScript allow-list, in one line
-    naming it; runs nothing from it (the crossval checks every column's file before it starts)."""
-    spec = load_spec(path)
-    if spec.net is not None:
-        _check_net(spec.net)
+def check_variant(p) -> None:
+    """Refuse a harness variant's malformed actuator file, a net outside the TorchScript
+    allow-list, or a free speed that is no speed, in one line; runs nothing from the file (the
+    crossval checks every column before it starts)."""
+    if p.motor_free_speed is not None and not p.motor_free_speed > 0:
+        raise CrossSimError(f"motor_free_speed must be a joint speed above 0 rad/s, not {p.motor_free_speed}")
+    if p.actuator is not None:
+        spec = load_spec(p.actuator)
+        if spec.net is not None:
+            _check_net(spec.net)
 
 
 def _check_net(path: Path) -> None:
@@ -384,6 +388,7 @@ def build_actuator(p, harness) -> ActuatorModel | None:
     ``harness``'s actuation; None for the ideal law (no actuator file, no free speed)."""
     if p.actuator is None and p.motor_free_speed is None:
         return None
+    check_variant(p)
     spec = load_spec(p.actuator) if p.actuator is not None else None
     act = harness.actuation
     names = [harness.canonical.joint_names[j] for j in act.joint_index]

@@ -125,13 +125,12 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     card = load_card(config.policy)
     if config.episodes < 1:
         raise CrossSimError(f"--episodes must be at least 1, got {config.episodes}")
+    from crosssim.actuators import check_variant
+
     for e in config.engines:
         if load_profile(e).engine not in registered_engines():
             raise CrossSimError(f"unknown engine {e!r}; known: {sorted(registered_engines())} (see `crosssim engines`)")
-        if load_profile(e).variant.harness.actuator is not None:
-            from crosssim.actuators import check_file
-
-            check_file(load_profile(e).variant.harness.actuator)
+        check_variant(load_profile(e).variant.harness)  # actuator file and free speed, before any worker
     harness = Harness.from_card(card)
     # Loaded exactly as the workers will load it (same trust), then dropped.
     if config.policy_memory_mb is not None:  # the workers inherit it through the environment
