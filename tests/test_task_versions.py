@@ -124,3 +124,32 @@ def test_crossval_says_which_version_ran(tmp_path, good_policy):
     assert warnings_of["Hopper"] == ["task Hopper runs Hopper-v5 (the default version: the card names none); "
                                      "for an agent trained on Hopper-v4 write task: Hopper-v4"]
     assert warnings_of["Hopper-v5"] == []
+
+
+def test_card_robot_replaces_the_task_scene_for_body_lookups(tmp_path, good_policy):
+    """A card's own copy of reacher.xml with one more body up front (every body id shifts by one):
+    the fingertip is still found by name in the card's model, so the observation is the task's."""
+    from conftest import write_card
+    from crosssim.card import load_card
+    from crosssim.profiles import load_profile
+    from crosssim.runner.simulator import open_engine
+    from crosssim.runner.stepper import ControlStepper
+    from crosssim.scene import resolve_scene
+
+    text = resolve_scene("gymnasium:reacher.xml").read_text()
+    marker = "<worldbody>"
+    shifted = text.replace(marker, marker + '<body name="marker" pos="1 1 1"><geom size="0.01" contype="0" '
+                                            'conaffinity="0" mass="0.1"/></body>', 1)
+    assert shifted != text
+    (tmp_path / "reacher.xml").write_text(shifted)
+    (tmp_path / "policy.pt").write_bytes((good_policy / "policy.pt").read_bytes())
+
+    def first_obs(**card_fields):
+        from crosssim.runner.harness import Harness
+
+        h = Harness.from_card(load_card(write_card(tmp_path, task="Reacher", control_period=None, **card_fields)))
+        stepper = ControlStepper(open_engine(load_profile("mujoco"), h.scene), h)
+        frame, ts = stepper.reset(h.task.initial_state(h.canonical, np.random.default_rng(0)), 0)
+        return stepper.observe(frame, ts)
+
+    np.testing.assert_allclose(first_obs(robot="reacher.xml"), first_obs(), atol=1e-12)

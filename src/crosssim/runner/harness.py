@@ -164,6 +164,8 @@ class Harness:
         if not (card.robot or task.scene):
             raise CardError(f"{card.path}: task {card.task} needs the card's 'robot' field (an MJCF file)")
         scene = resolve_scene(card.robot or task.scene, base_dir=card.path.parent)
+        if card.robot and task.scene:  # the card's model replaces the task's: body lookups read it
+            task.scene = str(scene)
         c = canonical_model(scene)
         if card.joints:
             unknown = [j for j in card.joints if j not in c.joint_names]
