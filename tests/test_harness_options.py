@@ -447,3 +447,53 @@ def test_euler_term_on_a_fixed_base_is_one_line(tmp_path):
     raw["robot"] = str(robot)
     path.write_text(yaml.safe_dump(raw))
     _one_line_error(path, "field 'observation.terms[0]' (base_euler) reads the floating base")
+
+
+# -- joint readings from sensors -------------------------------------------------------------------
+
+def test_joint_terms_from_named_sensors(tmp_path):
+    """jointpos / jointvel sensors as MuJoCo computes them: the cutoff (0.1 rad) clamps the
+    reading where the joint coordinate is 0.3 rad (hand value)."""
+    terms = ["joint_pos", {"name": "joint_pos", "source": "sensors"}, {"name": "joint_pos_rel", "source": "sensors"},
+             {"name": "joint_vel", "source": "sensors"}, "joint_vel"]
+    path = _stilt_card(tmp_path, "free", terms=terms, task_options={"start_pose": {"joints": [0.3]}})
+    raw = yaml.safe_load(path.read_text())
+    robot = Path(raw["robot"])
+    robot.write_text(robot.read_text().replace("<actuator>", '<sensor><jointpos name="hip_q" joint="hip" cutoff="0.1"/>'
+                                               '<jointvel name="hip_qd" joint="hip"/></sensor><actuator>'))
+    h = Harness.from_card(load_card(path))
+    assert h.joint_sensors == {"jointpos": ["hip_q"], "jointvel": ["hip_qd"]}
+    from crosssim.runner.episode import Episode
+    from crosssim.runner.stepper import ControlStepper
+
+    sim = open_engine(load_profile("mujoco"), h.scene)
+    ep = Episode(ControlStepper(sim, h))
+    ep.start(0)
+    assert ep.observe()[:3].tolist() == pytest.approx([0.3, 0.1, 0.1])
+    ep.advance(np.zeros(1))
+    obs = ep.observe()
+    assert obs[3] == pytest.approx(obs[4], abs=1e-12) and obs[3] != 0  # jointvel sensor = qvel
+    sim.close()
+    raw["observation"]["terms"] = ["joint_pos", {"name": "joint_vel", "source": "sensors"}]
+    path.write_text(yaml.safe_dump(raw))
+    robot.write_text(robot.read_text().replace('<jointvel name="hip_qd" joint="hip"/>', ""))
+    from crosssim.scene import canonical_model
+
+    canonical_model.cache_clear()
+    _one_line_error(path, "field 'observation.terms[1]' (joint_vel, source: sensors)",
+                    "joint 'hip' has no jointvel sensor in stilt-free.xml")
+    raw["observation"]["terms"] = [{"name": "joint_vel", "source": "encoder"}]
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(CardError, match=r"observation.terms\[0\].source must be one of state, sensors"):
+        load_card(path)
+
+
+def test_gymnasium_tasks_name_their_termination(tmp_path):
+    card = tmp_path / "hopper.yaml"
+    card.write_text("task: Hopper\npolicy: {file: 'numpy:zeros_like', format: callable}\n")
+    h = Harness.from_card(load_card(card))
+    policy = type("Zeros", (), {"reset": lambda self: None, "act": lambda self, obs: np.zeros(3)})()
+    sim = open_engine(load_profile("mujoco"), h.scene)
+    result = run_episode(sim, h, policy, episode=0, seed=0)
+    sim.close()
+    assert result.terminated and result.termination_reason.startswith("unhealthy: torso ")

@@ -45,6 +45,8 @@ class TermContext:
     """Frame time [s] of the episode's first observation (set by ObservationBuilder)."""
     call_index: int = 0
     """Observations built before this one since reset (0 at the first policy call)."""
+    joint_sensors: dict = field(default_factory=dict)
+    """'jointpos' / 'jointvel' -> the sensor name of each policy joint (terms with ``source: sensors``)."""
 
 
 def _base_quat(frame: SimFrame, ctx: TermContext) -> np.ndarray:
@@ -74,18 +76,28 @@ def command(frame, ctx, **_):
     return ctx.command.copy()
 
 
-def joint_pos_rel(frame, ctx, **_):
+def _from_sensors(frame, ctx, kind: str) -> np.ndarray:
+    """Each policy joint's ``kind`` sensor (jointpos / jointvel), as MuJoCo computes it (cutoff included)."""
+    return np.concatenate([ctx.sensors.read(name, frame) for name in ctx.joint_sensors[kind]])
+
+
+def joint_pos_rel(frame, ctx, source: str = "state", **_):
     """Joint positions minus the default pose [rad], card joint order."""
-    return frame.qpos[ctx.qpos_index] - ctx.default_pos
+    return joint_pos(frame, ctx, source) - ctx.default_pos
 
 
-def joint_pos(frame, ctx, **_):
-    """Absolute joint positions [rad], card joint order."""
+def joint_pos(frame, ctx, source: str = "state", **_):
+    """Absolute joint positions [rad], card joint order; from the joint coordinates (``state``) or
+    each joint's jointpos sensor (``sensors``)."""
+    if source == "sensors":
+        return _from_sensors(frame, ctx, "jointpos")
     return frame.qpos[ctx.qpos_index].copy()
 
 
-def joint_vel(frame, ctx, **_):
-    """Joint velocities [rad/s], card joint order."""
+def joint_vel(frame, ctx, source: str = "state", **_):
+    """Joint velocities [rad/s], card joint order; from the state or each joint's jointvel sensor."""
+    if source == "sensors":
+        return _from_sensors(frame, ctx, "jointvel")
     return frame.qvel[ctx.dof_index].copy()
 
 
@@ -192,6 +204,9 @@ class ObservationTerm:
 SENSOR_OPTIONS = {"offset": Option("vector")}
 """Keys a ``sensor:<name>`` term accepts besides name/scale/clip: offset (subtracted from the reading)."""
 _ORIGIN = Option("choice", "episode_start", TIME_ORIGINS)
+_SOURCE = Option("choice", None, ("state", "sensors"))
+"""Where joint terms read: the joint coordinates (``state``, the default) or the MJCF's jointpos /
+jointvel sensor of each joint (``sensors``). No default passed, so plugins see the old call."""
 BUILTIN_TERMS: dict[str, ObservationTerm] = {
     "base_lin_vel": ObservationTerm(base_lin_vel, 3, floating_base=True),
     "base_ang_vel": ObservationTerm(base_ang_vel, 3, floating_base=True),
@@ -201,9 +216,9 @@ BUILTIN_TERMS: dict[str, ObservationTerm] = {
                                                                        ("extrinsic", "intrinsic"))},
                                   floating_base=True),
     "command": ObservationTerm(command, 3),
-    "joint_pos_rel": ObservationTerm(joint_pos_rel, None),
-    "joint_pos": ObservationTerm(joint_pos, None),
-    "joint_vel": ObservationTerm(joint_vel, None),
+    "joint_pos_rel": ObservationTerm(joint_pos_rel, None, {"source": _SOURCE}),
+    "joint_pos": ObservationTerm(joint_pos, None, {"source": _SOURCE}),
+    "joint_vel": ObservationTerm(joint_vel, None, {"source": _SOURCE}),
     "last_action": ObservationTerm(last_action, None),
     "gait_phase": ObservationTerm(gait_phase, gait_phase_size, {
         "period": Option("positive", 0.8), "offsets": Option("numbers", (0.0,)),

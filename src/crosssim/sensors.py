@@ -25,6 +25,7 @@ class SensorReader:
         import mujoco
 
         self._mj = mujoco
+        self.path = Path(scene)
         self.m = load_mujoco_model(Path(scene))  # size limits first, as for every compile
         self.d = mujoco.MjData(self.m)
         self._time = None
@@ -56,3 +57,20 @@ class SensorReader:
         s = self.types[name][0]
         adr, dim = m.sensor_adr[s], m.sensor_dim[s]
         return d.sensordata[adr:adr + dim].copy()
+
+    def joint_sensors(self, kind: str, joint_names, where) -> list[str]:
+        """The ``kind`` ('jointpos' or 'jointvel') sensor of each named joint, in order;
+        CardError naming the joint that has none."""
+        mujoco, m = self._mj, self.m
+        by_joint = {}
+        for name, (s, k) in self.types.items():
+            if k == kind:
+                by_joint.setdefault(int(m.sensor_objid[s]), name)
+        out = []
+        for joint in joint_names:
+            jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, joint)
+            if jid not in by_joint:
+                raise CardError(f"{where} reads joints from sensors, but joint {joint!r} has no {kind} sensor in "
+                                f"{Path(self.path).name} (add <{kind} joint=\"{joint}\"/> or use source: state)")
+            out.append(by_joint[jid])
+        return out

@@ -131,6 +131,8 @@ class Harness:
     sensors: object = None
     physics_dt: float = 0.0
     """Physics step [s]: the card's ``physics_timestep``, else the scene's (0: the scene's)."""
+    joint_sensors: dict = field(default_factory=dict)
+    """'jointpos' / 'jointvel' -> sensor name per policy joint, for joint terms with ``source: sensors``."""
 
     def __post_init__(self):
         if not self.physics_dt:
@@ -188,12 +190,19 @@ class Harness:
             from crosssim.observations import check_terms
             from crosssim.sensors import SensorReader
 
-            needs = [t.name.split(":", 1)[1] for t in card.observation.terms if t.name.startswith("sensor:")]
-            if needs:
+            terms = card.observation.terms
+            needs = [t.name.split(":", 1)[1] for t in terms if t.name.startswith("sensor:")]
+            from_sensors = [(k, t.name) for k, t in enumerate(terms) if t.options.get("source") == "sensors"]
+            if needs or from_sensors:
                 h.sensors = SensorReader(scene)
                 for name in needs:
                     h.sensors.check(name, card.path)
-            check_terms(card.observation.terms, scene, card.path, h.sensors)
+            names = [c.joint_names[j] for j in joints]
+            for k, name in from_sensors:
+                kind = "jointvel" if name == "joint_vel" else "jointpos"
+                where = f"{card.path}: field 'observation.terms[{k}]' ({name}, source: sensors)"
+                h.joint_sensors[kind] = h.sensors.joint_sensors(kind, names, where)
+            check_terms(terms, scene, card.path, h.sensors)
         return h
 
     @classmethod
@@ -216,7 +225,7 @@ class Harness:
         a = self.actuation
         default = a.default_pos if a.default_pos is not None else self.canonical.qpos0[a.qpos_index]
         ctx = TermContext(a.qpos_index, a.dof_index, default, quaternion_order=o.quaternion_order,
-                          sensors=self.sensors)
+                          sensors=self.sensors, joint_sensors=self.joint_sensors)
         return Observer(self, builder, ctx)
 
     @property

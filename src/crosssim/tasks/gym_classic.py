@@ -66,7 +66,9 @@ class InvertedPendulum(GymTask):
         obs = self.observe(after, state)
         terminated = bool(not np.isfinite(obs).all() or abs(after.qpos[1]) > self.max_angle)
         reward = float(not terminated or self.version == "v4")
-        return StepResult(reward, {"survive": reward, "angle": float(after.qpos[1])}, terminated)
+        reason = (f"unhealthy: pole angle {after.qpos[1]:.3f} rad beyond {self.max_angle:g} (or a non-finite state)"
+                  if terminated else None)
+        return StepResult(reward, {"survive": reward, "angle": float(after.qpos[1])}, terminated, reason)
 
 
 class InvertedDoublePendulum(GymTask):
@@ -104,7 +106,8 @@ class InvertedDoublePendulum(GymTask):
         vel = 1e-3 * v1**2 + 5e-3 * v2**2
         alive = self.healthy_reward * float(not terminated or self.version == "v4")
         return StepResult(alive - dist - vel, {"survive": alive, "distance": -dist, "velocity": -vel,
-                                               "tip_height": float(y)}, terminated)
+                                               "tip_height": float(y)}, terminated,
+                          f"unhealthy: tip height {y:.3f} m <= 1 m" if terminated else None)
 
 
 class Reacher(GymTask):

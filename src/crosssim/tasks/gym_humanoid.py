@@ -68,4 +68,6 @@ class Humanoid(GymTask):
         contact = 0.0 if self.version == "v4" else \
             min(self.contact_cost_weight * float(np.sum(np.square(after.body_ext_wrench))), self.contact_cost_max)
         terms = {"forward": forward, "survive": survive, "ctrl": -ctrl, "contact": -contact, "x_velocity": x_velocity}
-        return StepResult(forward + survive - ctrl - contact, terms, not healthy)
+        reason = None if healthy else (f"unhealthy: torso height {after.qpos[2]:.3f} m outside "
+                                       f"({self.healthy_z[0]:g}, {self.healthy_z[1]:g})")
+        return StepResult(forward + survive - ctrl - contact, terms, not healthy, reason)
