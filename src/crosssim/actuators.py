@@ -14,7 +14,8 @@ saturates and loses torque with speed. Two models replace or bound that law at p
 
 An actuator file is untrusted like a policy: TorchScript is checked against the allow-list of
 crosssim.policies.tscheck before ``torch.jit.load`` sees it. History is zero at every episode
-start and advances once per physics step, as in both sources.
+start and advances once per physics step (Isaac Lab zeroes it at reset; walk-these-ways starts
+at zero but carries it across resets, which touches only an episode's first two physics steps).
 """
 
 from __future__ import annotations
@@ -343,7 +344,7 @@ class ActuatorModel:
             self.vel = np.zeros((spec.history, n))
 
     def reset(self) -> None:
-        """Zero the history (episode start), as both net formats do."""
+        """Zero the history (episode start): episodes are independent (docs/actuators.md)."""
         if self.net is not None:
             self.err[:] = 0.0
             self.vel[:] = 0.0
