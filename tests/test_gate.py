@@ -32,7 +32,7 @@ def _summary(ref_return=1000.0, other_drop=0.1, risk=0.1, verdict=None, failed=0
     v = verdict or ("low" if risk < 0.15 else "medium" if risk < 0.35 else "high")
     profile = RiskProfile(
         harness_check=HarnessCheck(status="ok", message="ok"), components={},
-        aggregate=RiskAggregate(drop=risk, ci95=(risk, risk), combined_gaps_drop=risk, engine_weights={}),
+        aggregate=RiskAggregate(drop=risk, ci95=(risk, risk), engine_weights={}),
         verdict=v, driver="actuation", message=message or f"{v} risk", reference_engine="mujoco", thresholds={})
     return RunSummary(crosssim_version="test", policy="p", card="card.yaml", policy_file="p.pt", policy_sha256=None,
                       task="Hopper", reference_engine="mujoco", seed=0, episodes=5, engines=engines, command="",

@@ -8,10 +8,14 @@ import pytest
 
 from conftest import ROOT
 from crosssim.card import load_card
-from crosssim.risk import CONDITIONS, CLAIM_FRACTION, claim_met, harness_check, risk_profile
+from crosssim.risk import CLAIM_FRACTION, claim_met, harness_check, risk_profile
+from crosssim.sweep import sweep_conditions
 from crosssim.tasks import make_task
 
 CARD = ROOT / "policies" / "hopper-ppo-150k-dr-s0" / "card.yaml"
+
+
+CONDITIONS = ["nominal", *(c for c, _ in sweep_conditions())]
 
 
 def _rows(returns, *, length=1000, terminated=False, x_velocity=1.0, engines=("mujoco", "pybullet")):

@@ -10,7 +10,7 @@ import pytest
 from crosssim.errors import CrossSimError
 from crosssim.gate import Check, Decision
 from crosssim.results import (SCHEMA_VERSION, EngineSummary, EpisodeRow, HarnessCheck, RiskAggregate, RiskComponent,
-                              RiskProfile, RunSummary, SchemaError, from_dict, read_summary, rows_frame, to_dict,
+                              RiskProfile, RungPoint, RunSummary, SchemaError, from_dict, read_summary, rows_frame, to_dict,
                               write_summary)
 
 
@@ -19,9 +19,13 @@ def _summary() -> RunSummary:
     engines = {"mujoco": EngineSummary(3, 0, 900.0, (850.0, 950.0), 200.0, 0.0, 1.2, 0, None, 0.0),
                "pybullet": EngineSummary(3, 3, nan, (nan, nan), nan, nan, nan, 4, "pybullet: killed", nan)}
     risk = RiskProfile(HarnessCheck("skipped", "no claims", measured={"return": 900.0}, reference_return=900.0),
-                       {"actuation": RiskComponent(0.2, (0.1, 0.3), "actuation")},
-                       RiskAggregate(0.25, (0.2, 0.3), 0.25, {"mujoco": 1.0, "pybullet": 0.0}),
-                       "medium", "actuation", "medium risk", "mujoco", {"low_below": 0.15})
+                       {"actuation": RiskComponent(
+                           "actuation", 1.5, (1.2, 2.0), False, {"motor_strength": 0.85}, 1.0, {"motor_strength": 0.9},
+                           1.5, (1.2, 2.0), 0.05, (0.0, 0.1), "medium", {"mujoco": 1.5, "pybullet": nan}, 0.0,
+                           {"mujoco": [RungPoint(2, 2.0, {"motor_strength": 0.8}, 3, 0.7, (0.6, 0.8), False)]})},
+                       RiskAggregate(0.25, (0.2, 0.3), {"mujoco": 1.0, "pybullet": 0.0}, 1.5, (1.2, 2.0), "actuation"),
+                       "medium", "actuation", "medium risk", "mujoco", {"pass_fraction": 0.9},
+                       deployment={"motor_strength": 0.1}, deployment_source="card", sweep_episodes=3)
     return RunSummary("0.1.0", "p", "card.yaml", "p.pt", None, "Hopper", "mujoco", 0, 3, engines, "crosssim crossval",
                       "2026-01-01T00:00:00+00:00", workers={"mujoco": {"max_rss_mb": 100.0}}, risk=risk)
 
@@ -38,7 +42,8 @@ def test_summary_round_trips_through_json(tmp_path):
     assert raw["schema_version"] == SCHEMA_VERSION and raw["engines"]["mujoco"]["return_ci95"] == [850.0, 950.0]
     back = read_summary(tmp_path)
     assert _same(back, s) and back.engines["mujoco"].return_ci95 == (850.0, 950.0)
-    assert math.isnan(back.engines["pybullet"].mean_return) and back.risk.components["actuation"].drop == 0.2
+    assert math.isnan(back.engines["pybullet"].mean_return) and back.risk.components["actuation"].margin == 1.5
+    assert back.risk.components["actuation"].curves["mujoco"][0].retained_ci95 == (0.6, 0.8)
 
 
 def test_gate_decision_uses_the_same_serializer():

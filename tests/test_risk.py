@@ -1,54 +1,167 @@
-"""The risk profile on a fixed seed pair: the same PPO recipe with and without domain randomisation."""
+"""The risk profile: bisection on the ladders, margins from dose-response curves, headroom over
+the expected deployment gap, and the verdict (docs/risk.md)."""
 
+import dataclasses
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import ROOT
 from crosssim.card import load_card
-from crosssim.policies import load_policy
+from crosssim.errors import CardError
 from crosssim.evaluate import crossval
+from crosssim.risk import risk_profile
 from crosssim.runner import CrossvalConfig
-from crosssim.runner.harness import Harness
+from crosssim.sweep import LADDERS, Ladder, bisect_rungs, curve_at, margin_from_curve, retained
 
+HOPPER = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
 DR = ROOT / "policies" / "hopper-ppo-150k-dr-s0" / "card.yaml"
 NODR = ROOT / "policies" / "hopper-ppo-150k-nodr-s0" / "card.yaml"
 
 
-def test_components_hand_computed():
-    from crosssim.risk import _components
+def test_bisection_visits_the_bracket():
+    seen = []
+    visited = bisect_rungs(6, lambda k: seen.append(k) or k <= 4)
+    assert visited == [(3, True), (5, False), (4, True)] and seen == [3, 5, 4]  # ceil(log2 7) = 3 rungs
+    assert bisect_rungs(6, lambda k: True) == [(3, True), (5, True), (6, True)]
+    assert bisect_rungs(6, lambda k: False) == [(3, False), (1, False)]
+    assert bisect_rungs(4, lambda k: None) == []  # no data: the search stops
 
-    conditions = ["nominal", "actuation", "timing", "contact", "combined"]
-    # returns[engine, condition, episode]: the reference (row 0) and an engine reaching half of it.
-    R = np.array([[[100, 100], [80, 80], [100, 100], [50, 50], [40, 40]],
-                  [[50, 50], [25, 25], [60, 60], [50, 50], [np.nan, np.nan]]], float)
-    out = _components(R, 0, conditions)
-    assert out["actuation"] == pytest.approx((1 * 0.2 + 0.5 * 0.5) / 1.5)  # weights 1 and 50/100
-    assert out["timing"] == pytest.approx(0.0)  # gains are not negative drops
-    assert out["contact"] == pytest.approx(0.5 / 1.5)
-    assert out["combined"] == pytest.approx(0.6)  # the failed engine's episodes drop out
-    assert out["engine_disagreement"] == pytest.approx(0.5) and out["aggregate"] == out["combined"]
-    # An engine where the policy fails outright (no return) carries no weight at all.
-    R[1, 0] = -10
-    assert _components(R, 0, conditions)["actuation"] == pytest.approx(0.2)
+
+def test_margin_hand_computed():
+    assert margin_from_curve([(1, 0.95), (2, 0.7)], 0.9) == (pytest.approx(1 + 0.05 / 0.25), False)
+    assert margin_from_curve([(2, 0.7), (1, 0.95)], 0.9)[0] == pytest.approx(1.2)  # visiting order does not matter
+    assert margin_from_curve([(1, 0.95), (2, 0.92)], 0.9) == (2.0, True)  # no fail: a lower bound
+    assert margin_from_curve([(0.5, 0.5)], 0.9) == (pytest.approx(0.5 * 0.1 / 0.5), False)  # from nominal (0, 1)
+    assert retained([-100.0], [-150.0]) == pytest.approx(0.5)  # negative metrics: share of |nominal| lost
+    assert curve_at([(0.5, 0.98), (1, 0.94), (2, 0.7)], 1.5) == pytest.approx(0.82)
+    lad = LADDERS["actuation"]
+    assert lad.severity_of("motor_strength", 0.9) == pytest.approx(1.0)
+    assert lad.severity_of("motor_lag", 0.005) == pytest.approx(0.625)
+    assert lad.severity_of("motor_strength", 0.4) == pytest.approx(6.0)  # beyond the top rung: the last step extended
+    assert lad.settings_at(1.5) == pytest.approx({"motor_strength": 0.85, "motor_lag": 0.012})
+
+
+def _rows(retained_at: dict, engines=(("mujoco", 1000.0), ("pybullet", 1000.0), ("newton", 100.0)), episodes=3):
+    """Rows of nominal and the visited rungs: ``retained_at[family] = {rung: share}``; the third
+    engine reaches only 10 % of the reference (weight 0.1: shown, not counted) and keeps everything at the same visited rungs."""
+    recs = []
+    for e, base in engines:
+        conds = [("nominal", 1.0)] + [(LADDERS[f].condition(k), share if base > 500 else 1.0)
+                                      for f, rungs in retained_at.items() for k, share in rungs.items()]
+        for c, share in conds:
+            for i in range(episodes):
+                recs.append({"policy": "p", "engine": e, "condition": c, "episode": i, "seed": i,
+                             "return": base * share + i, "length": 1000, "terminated": False, "failure": None,
+                             "x_velocity": 1.0})
+    return pd.DataFrame.from_records(recs)
+
+
+VISITED = {"actuation": {3: 0.7, 1: 0.98, 2: 0.94}, "timing": {2: 0.99, 3: 0.97, 4: 0.95},
+           "contact": {3: 0.99, 5: 0.95, 6: 0.93}}
+
+
+@pytest.fixture
+def card():
+    if not HOPPER.exists():
+        pytest.skip("default hopper policy not present")
+    return dataclasses.replace(load_card(HOPPER), claimed={})
+
+
+def test_profile_hand_computed(card):
+    risk = risk_profile(_rows(VISITED), card, reference="mujoco", resamples=50)
+    act = risk.components["actuation"]
+    # Bracket rung 2 (severity 1, kept ~0.94) .. rung 3 (severity 2, ~0.7): 1 + (0.94 - 0.9) / (0.94 - 0.7).
+    assert act.margin == pytest.approx(1 + 0.04 / 0.24, abs=0.01) and not act.censored
+    assert act.gap == pytest.approx(1.0)  # gymnasium default: motors 10 % weaker (severity 1), lag 5 ms (0.625)
+    assert act.headroom == pytest.approx(act.margin) and act.verdict == "medium"
+    assert act.drop_at_gap == pytest.approx(0.06, abs=0.005)
+    assert act.engine_margins["newton"] == 2.0 and act.engine_spread == pytest.approx(0.0)  # newton does not count
+    assert [p.rung for p in act.curves["mujoco"]] == [1, 2, 3]
+    assert risk.components["timing"].censored and risk.components["timing"].verdict == "low"
+    assert risk.verdict == "medium" and risk.driver == "actuation" and "least headroom in actuation" in risk.message
+    assert risk.aggregate.headroom == act.headroom and risk.aggregate.engine_weights["newton"] == pytest.approx(0.1, abs=0.002)
+    lo, hi = act.margin_ci95
+    assert lo <= act.margin <= hi
+
+
+def test_tighter_deployment_gap_changes_the_verdict(card):
+    rows = _rows(VISITED)
+    wide = dataclasses.replace(card, deployment={"motor_strength": 0.3})  # severity 3: beyond the margin
+    narrow = dataclasses.replace(card, deployment={"motor_strength": 0.02, "motor_lag": 0.0})
+    assert risk_profile(rows, wide, reference="mujoco", resamples=20).verdict == "high"
+    low = risk_profile(rows, narrow, reference="mujoco", resamples=20)
+    assert low.verdict == "low", low.message
+    assert low.deployment["motor_strength"] == 0.02 and low.deployment["friction"] == 0.8  # the rest: class default
+    # A policy made fragile to timing (loses 30 % with one step of latency) now has the least headroom.
+    fragile = _rows({**VISITED, "timing": {2: 0.5, 1: 0.7}})
+    risk = risk_profile(fragile, card, reference="mujoco", resamples=20)
+    assert risk.verdict == "high" and risk.driver == "timing"
+
+
+def test_deployment_section_in_card(tmp_path):
+    import shutil
+
+    import yaml
+
+    if not HOPPER.exists():
+        pytest.skip("default hopper policy not present")
+    folder = tmp_path / "policy"
+    shutil.copytree(HOPPER.parent, folder)
+    raw = yaml.safe_load(HOPPER.read_text())
+    (folder / "robot-gap.yaml").write_text("latency: 0.016\nfriction: [0.5, 1.2]\n")
+    raw["deployment"] = {"file": "robot-gap.yaml", "motor_strength": 0.15}
+    (folder / "card.yaml").write_text(yaml.safe_dump(raw))
+    card = load_card(folder / "card.yaml")
+    assert card.deployment == {"latency": 0.016, "friction": 0.5, "motor_strength": 0.15}
+    raw["deployment"] = {"latncy": 0.02}
+    (folder / "card.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(CardError, match=r"card.yaml: field 'deployment.latncy' is not known; did you mean 'deployment.latency'"):
+        load_card(folder / "card.yaml")
+    raw["deployment"] = {"motor_strength": -0.1}
+    (folder / "card.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(CardError, match="deployment.motor_strength"):
+        load_card(folder / "card.yaml")
+
+
+TINY = {"actuation": Ladder("actuation", (1, 3), (("motor_strength", (0.9, 0.7)), ("motor_lag", (0.008, 0.024))), "a"),
+        "timing": Ladder("timing", (1, 2), (("action_latency", (1, 2)), ("obs_noise", (0.01, 0.02))), "t"),
+        "contact": Ladder("contact", (1, 3), (("friction_scale", (0.86, 0.58)), ("mass_scale", (1.06, 1.18))), "c")}
+
+
+def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
+    """The default policy, 2 episodes, a tiny ladder, in process (so the tiny ladder reaches the
+    sweep): margins, a verdict, the curve in summary.json; run again from the cache, same numbers."""
+    import crosssim.sweep
+
+    monkeypatch.setattr(crosssim.sweep, "LADDERS", TINY)
+    monkeypatch.setenv("CROSSSIM_CACHE", str(tmp_path / "cache"))
+    runs = []
+    for k in range(2):
+        run = crossval(CrossvalConfig(policy=str(HOPPER), engines=("mujoco",), episodes=2, sweep_episodes=2,
+                                      max_steps=150, inline=True, out=str(tmp_path / f"run{k}"), report=False))
+        runs.append(run)
+    risk = runs[0].summary.risk
+    assert risk.verdict in ("low", "medium", "high") and risk.driver in TINY, risk.message
+    for name, c in risk.components.items():
+        assert np.isfinite(c.margin) and 0 <= c.margin <= TINY[name].levels[-1], (name, c)
+        assert c.curves["mujoco"] and all(p.episodes == 2 for p in c.curves["mujoco"])
+    df0, df1 = (pd.read_parquet(tmp_path / f"run{k}" / "results.parquet") for k in range(2))
+    pd.testing.assert_frame_equal(df0, df1)  # the second run read every row from the cache
+    assert len(df0) > 2 and set(df0.condition) - {"nominal"} <= {c for lad in TINY.values()
+                                                                 for c in map(lad.condition, (1, 2))}
+    again = runs[1].summary.risk
+    assert {n: c.margin for n, c in again.components.items()} == {n: c.margin for n, c in risk.components.items()}
 
 
 @pytest.mark.skipif(not (DR.exists() and NODR.exists()), reason="example DR/no-DR policies not present")
-def test_domain_randomised_policy_ranks_safer(tmp_path):
+def test_domain_randomised_policy_has_more_headroom(tmp_path):
     sys.path.insert(0, str(ROOT / "bench"))
-    from realities import ALL, run_reality
-
-    profile, truth = {}, {}
+    headroom = {}
     for name, card_path in (("dr", DR), ("nodr", NODR)):
         summary = crossval(CrossvalConfig(policy=str(card_path), engines=("mujoco",), episodes=3,
                                           out=str(tmp_path / name), report=False)).summary
-        profile[name] = summary.risk.aggregate.drop
-        card = load_card(card_path)
-        h = Harness.from_card(card)
-        real = np.mean(run_reality(h, load_policy(card, obs_size=h.obs_size, action_size=h.action_size), ALL,
-                                   episode_seeds=range(3)))
-        sim = summary.engines["mujoco"].mean_return
-        truth[name] = (sim - real) / abs(sim)
-    assert truth["dr"] < truth["nodr"], truth  # what the held-out all-gaps reality says
-    assert profile["dr"] < profile["nodr"], profile
+        headroom[name] = summary.risk.aggregate.headroom
+    assert headroom["dr"] > headroom["nodr"], headroom

@@ -23,7 +23,7 @@ CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
 FIELDS = {
     "": ("card_version", "name", "task", "robot", "policy", "observation", "action", "control_period",
          "trained_in", "validated_in", "claimed", "joints", "task_options", "training", "metric",
-         "physics_timestep", "first_call"),
+         "physics_timestep", "first_call", "deployment"),
     "policy": ("file", "format", "algo", "activation", "output", "module_id"),
     "observation": ("normalize", "terms", "history", "quaternion_order"),
     "observation.normalize": NORMALIZE_FIELDS,
@@ -104,6 +104,9 @@ class Card:
     frame skip follows. None: the MJCF's."""
     first_call: str = "reset"
     """When the policy is first called: at reset, or after one control period (FIRST_CALLS)."""
+    deployment: dict = field(default_factory=dict)
+    """The expected deployment gap the card states (crosssim.deployment.KEYS, checked); empty: the
+    robot class's default."""
     raw: dict = field(default_factory=dict, repr=False)
 
     def reference_engine(self, engines) -> str:
@@ -357,6 +360,11 @@ def load_card(path: str | Path) -> Card:
     declared = task_cls.metrics
     if metric is not None and metric not in declared:
         raise CardError(f"{where}: field 'metric' is {metric!r}; task {task} declares: {', '.join(declared)}")
+    deployment = {}
+    if raw.get("deployment") is not None:
+        from crosssim.deployment import parse_deployment
+
+        deployment = parse_deployment(raw["deployment"], where)
     return Card(
         path=where, name=name, task=task, policy_file=policy_file, policy_format=fmt, robot=robot,
         algo=_get(pol, "algo", str, where, prefix="policy."),
@@ -367,7 +375,8 @@ def load_card(path: str | Path) -> Card:
         control_period=None if period is None else float(period),
         trained_in=trained, validated_in=tuple(validated),
         claimed=claimed, joints=tuple(joints), observation=observation,
-        task_options=dict(task_options), metric=metric, physics_timestep=physics_dt, first_call=first_call, raw=raw,
+        task_options=dict(task_options), metric=metric, physics_timestep=physics_dt, first_call=first_call,
+        deployment=deployment, raw=raw,
     )
 
 

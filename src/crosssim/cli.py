@@ -130,20 +130,24 @@ def print_risk(risk, file=None) -> None:
         print(f"verdict: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
               file=file)
         return
-    print(f"drops are shares of the task metric '{risk.metric}' lost", file=file)
-    table = _table("transfer-risk component", "predicted drop", "95% CI")
+    from crosssim.risk import settings_text
 
-    def pct(x):
-        return _fmt(100 * x, 0) + " %"
-
-    for name, comp in risk.components.items():
-        lo, hi = comp.ci95
-        table.add_row(*_cells(name.replace("_", " "), pct(comp.drop), f"[{_fmt(100 * lo, 0)}, {_fmt(100 * hi, 0)}] %"))
-    agg = risk.aggregate
-    lo, hi = agg.ci95
-    table.add_row(*_cells("aggregate (all gaps at once)", pct(agg.drop), f"[{_fmt(100 * lo, 0)}, {_fmt(100 * hi, 0)}] %"))
+    print(f"tolerance margins: largest severity (1 = a typical gap) at which '{risk.metric}' keeps "
+          f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal ({risk.sweep_episodes} episodes per rung); "
+          f"expected gap: {risk.deployment_source}", file=file)
+    table = _table("gap family", "margin [95% CI]", "expected gap", "headroom", "loss at gap", "class", "at the margin")
+    for name, c in risk.components.items():
+        lo, hi = c.margin_ci95
+        bound = ">=" if c.censored else ""
+        margin = bound + _fmt(c.margin, 2) + f" [{_fmt(lo, 2)}, {_fmt(hi, 2)}]"
+        gap = "none" if c.gap is None else _fmt(c.gap, 2)
+        head = "-" if c.headroom is None else bound + _fmt(c.headroom, 1) + "x"
+        table.add_row(*_cells(name, margin, gap, head, _fmt(100 * c.drop_at_gap, 0) + " %", c.verdict,
+                              settings_text(c.margin_settings)))
     file.flush()
     _console(file).print(table)
+    print("engine margins: " + "; ".join(f"{name} " + ", ".join(f"{e} {_fmt(m, 2)}" for e, m in c.engine_margins.items())
+                                         for name, c in risk.components.items()), file=file)
     print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
 
 

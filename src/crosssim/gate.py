@@ -32,9 +32,10 @@ class GateConfig:
     """
 
     max_risk: float | None = None
-    """FAIL when the aggregate predicted drop exceeds this (off by default)."""
+    """FAIL when the aggregate risk (the predicted share of the task metric lost at the expected
+    deployment gap, in the family that loses most; docs/risk.md) exceeds this (off by default)."""
     warn_risk: float | None = None
-    """WARN when the aggregate predicted drop exceeds this (off by default)."""
+    """WARN when the aggregate risk exceeds this (off by default)."""
     max_engine_drop: float | None = None
     """WARN when any engine's nominal drop from the reference exceeds this (off by default)."""
     min_reference_return: float | None = None

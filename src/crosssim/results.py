@@ -18,7 +18,7 @@ from pathlib import Path
 
 from crosssim.errors import CrossSimError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of summary.json's layout; raise it whenever a field changes meaning, goes, or is added."""
 SUMMARY_FILE = "summary.json"
 ROWS_FILE = "results.parquet"
@@ -35,7 +35,7 @@ class EpisodeRow:
     policy: str
     engine: str
     condition: str
-    """"nominal", a gap family (crosssim.perturb.FAMILIES) or "combined"."""
+    """"nominal" or a sweep rung ``<family>@<k>`` (crosssim.sweep.LADDERS)."""
     episode: int
     seed: int
     ret: float = field(metadata={"key": "return"})
@@ -141,41 +141,100 @@ class HarnessCheck:
 
 
 @dataclass(frozen=True)
+class RungPoint:
+    """One visited rung of a dose-response curve in one engine."""
+
+    rung: int
+    """Rung index on the family's ladder (crosssim.sweep.LADDERS; 0 is nominal)."""
+    severity: float
+    """The rung's severity: 1 is a typical gap on every axis of the family."""
+    settings: dict[str, float]
+    """The rung's physical values per swept axis (units: crosssim.sweep.UNITS)."""
+    episodes: int
+    retained: float
+    """Share of the nominal metric kept (paired over the same episodes)."""
+    retained_ci95: tuple[float, float]
+    passed: bool
+    """retained >= the pass fraction."""
+
+
+@dataclass(frozen=True)
 class RiskComponent:
-    drop: float
-    """Predicted share of the return lost to this gap."""
-    ci95: tuple[float, float]
+    """One gap family: its tolerance margin, the expected gap, and the headroom between them."""
+
     what: str
+    margin: float
+    """Largest severity [severity] at which the metric keeps the pass fraction, interpolated between
+    visited rungs; the engines that count (``RiskAggregate.engine_weights`` >= 0.5) averaged with
+    those weights. NaN: not measured."""
+    margin_ci95: tuple[float, float]
+    """Paired bootstrap over the sweep episodes."""
+    censored: bool
+    """No visited rung failed: the margin is a lower bound (the top rung reached: the whole ladder)."""
+    margin_settings: dict[str, float]
+    """The physical values at the margin."""
+    gap: float | None
+    """The expected deployment gap on this ladder [severity]; None: no gap expected here."""
+    gap_settings: dict[str, float]
+    headroom: float | None
+    """margin / gap: 1 = the policy just keeps the pass fraction at the expected gap."""
+    headroom_ci95: tuple[float, float] | None
+    drop_at_gap: float
+    """Predicted share of the metric lost at the expected gap, read off the curves."""
+    drop_at_gap_ci95: tuple[float, float]
+    verdict: str
+    """This family's class from its headroom: "low", "medium", "high" or "unknown"."""
+    engine_margins: dict[str, float]
+    """Each engine's own margin [severity]: the engines' sensitivities side by side."""
+    engine_spread: float
+    """Largest minus smallest margin [severity] over the engines that count (weight >= the risk
+    module's MIN_ENGINE_WEIGHT): engine disagreement about the policy's sensitivity."""
+    curves: dict[str, list[RungPoint]]
+    """Per engine, the visited rungs in severity order (rung 0 omitted: retained 1 by definition)."""
 
 
 @dataclass(frozen=True)
 class RiskAggregate:
     drop: float
-    """Predicted share of the return lost to every gap at once: the score."""
+    """Predicted share of the metric lost at the expected deployment gap, in the family that
+    loses most (what the gate's max_risk / warn_risk compare)."""
     ci95: tuple[float, float]
-    combined_gaps_drop: float
     engine_weights: dict[str, float]
     """How much each engine's sensitivity counts (crosssim.risk.engine_weights)."""
+    headroom: float | None = None
+    """The least headroom over the families (None: no family has an expected gap)."""
+    headroom_ci95: tuple[float, float] | None = None
+    family: str | None = None
+    """The family with the least headroom."""
 
 
 @dataclass(frozen=True)
 class RiskProfile:
-    """The transfer-risk profile (crosssim.risk): per-gap drops, aggregate, verdict."""
+    """The transfer-risk profile (crosssim.risk): per-family margins against the expected
+    deployment gap, and the verdict."""
 
     harness_check: HarnessCheck
     components: dict[str, RiskComponent]
-    """Empty on a harness mismatch: a risk through a broken harness measures the harness."""
+    """Per gap family; empty on a harness mismatch: a risk through a broken harness measures the harness."""
     aggregate: RiskAggregate | None
     """None on a harness mismatch."""
     verdict: str
     """"low", "medium", "high", "unknown" or "harness mismatch"."""
     driver: str | None
-    """The gap family with the largest predicted drop; None on a harness mismatch."""
+    """The gap family with the least headroom; None on a harness mismatch."""
     message: str
     reference_engine: str
     thresholds: dict[str, float]
     metric: str = "return"
-    """The task metric the drops are shares of (the card's ``metric``, else the task's primary)."""
+    """The task metric the margins are about (the card's ``metric``, else the task's primary)."""
+    deployment: dict[str, float] = field(default_factory=dict)
+    """The expected deployment gap used (crosssim.deployment.DeploymentGap fields)."""
+    deployment_source: str = ""
+    """Where the gap came from: the card, or the robot class's default."""
+    sweep_episodes: int = 0
+    """Episodes per visited rung."""
+    engine_disagreement: str = ""
+    """How far the engines' sensitivities differ, in words (empty when they agree)."""
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,10 @@
-"""The transfer-risk profile: one predicted drop per family of real-world gap, an
-engine-disagreement component, an aggregate, and a verdict. Method and reasoning: docs/risk.md.
+"""The transfer-risk profile: per family of real-world gap, a dose-response curve of the task
+metric in every engine, the tolerance margin it gives, the headroom of that margin over the gap
+the real robot is expected to bring, and a verdict naming the family with the least headroom.
+Method, ladders, defaults and thresholds: docs/risk.md.
 
-Each gap's predicted drop is the policy's sensitivity to it measured in every engine (drop from
-that engine's own nominal return) and averaged with weights that say how well the policy works in
-each engine; the aggregate is the same for all gaps at once. Engine disagreement (the nominal drop
-of the other engines) is reported beside them, not folded into the aggregate: on the validation
-population it added no predictive power (docs/risk.md).
+A harness check comes first: a policy that fails its task or its card's claims in the reference
+engine gets no risk numbers at all ("harness mismatch").
 """
 
 from __future__ import annotations
@@ -14,12 +13,15 @@ import warnings
 
 import numpy as np
 
-from crosssim.perturb import FAMILIES
-from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskProfile
+from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskProfile, RungPoint
+from crosssim import sweep
+from crosssim.sweep import PASS_FRACTION, curve_at, margin_from_curve, retained
 from crosssim.text import number
 
-# Verdict thresholds on the aggregate predicted drop (fraction of the reference return lost).
-LOW, HIGH = 0.15, 0.35
+# Verdict thresholds on the least headroom (margin / expected gap): below 1 the policy already
+# loses more than the pass fraction allows at the expected gap; below 2 it has less than the
+# safety factor of two engineers ask of a design load. docs/risk.md says why these, frozen.
+HIGH_BELOW, MEDIUM_BELOW = 1.0, 2.0
 # A claim is met when the upper bound of the bootstrap 95% CI of the measured value reaches
 # this fraction of it (claim - (1 - f) |claim|, so negative and zero claims work too). 0.5 let a
 # policy at 65% of its claimed speed through; docs/risk.md says why 0.8.
@@ -27,40 +29,10 @@ CLAIM_FRACTION = 0.8
 # A policy that does not succeed (the task's success criterion) in at least this share of its
 # reference-engine episodes fails its task: no risk verdict, whatever the card claims.
 TASK_SUCCESS_MIN = 0.5
-FAMILY_TEXT = {
-    "actuation": "actuation (motor strength, motor lag, torque limits)",
-    "timing": "timing and sensing (action latency, observation noise)",
-    "contact": "contact and inertia (friction, mass)",
-    "engine_disagreement": "engine disagreement: the other engines' drop with no gap (beside the aggregate, not in it)",
-}
-
-
-def risk_conditions() -> tuple[tuple[str, dict], ...]:
-    """The conditions a risk profile needs, as (name, Perturbation fields): nominal, one per gap
-    family at its nominal intensity, and all gaps at once. The crossval runs exactly these."""
-    from crosssim.perturb import combined
-
-    return (("nominal", {}), *((name, p.to_dict()) for name, p in FAMILIES.items()), ("combined", combined().to_dict()))
-
-
-CONDITIONS = tuple(name for name, _ in risk_conditions())
-"""The condition names, in the order the crossval runs and stores them."""
-
-
-def _matrix(df, engines, conditions, episodes, values=None) -> np.ndarray:
-    """values[engine, condition, episode] (``values``: one per row of ``df``, default its return);
-    NaN where the episode failed (engine error)."""
-    out = np.full((len(engines), len(conditions), len(episodes)), np.nan)
-    if values is not None:
-        df = df.assign(_value=values)
-    ok = df[df.failure.isna()]
-    ei = {e: k for k, e in enumerate(engines)}
-    ci = {c: k for k, c in enumerate(conditions)}
-    pi = {p: k for k, p in enumerate(episodes)}
-    for e, c, p, r in zip(ok.engine, ok.condition, ok.episode, ok["return" if values is None else "_value"]):
-        if c in ci:
-            out[ei[e], ci[c], pi[p]] = r
-    return out
+# Engines in which the policy keeps less than this share of the reference engine's nominal metric
+# do not count in the margins (their curves are still shown): a policy that already fails there
+# cannot show how much further it tolerates.
+MIN_ENGINE_WEIGHT = 0.5
 
 
 def clipped_drop(base: float, value: float) -> float:
@@ -80,38 +52,17 @@ def engine_weights(nominal: np.ndarray, ref: int) -> np.ndarray:
     return weights
 
 
-def _episode_means(R: np.ndarray) -> np.ndarray:
-    with warnings.catch_warnings():  # an engine whose episodes all failed is an all-NaN slice: NaN is the answer
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(R, axis=-1)
-
-
-def _components(R: np.ndarray, ref: int, conditions: list[str]) -> dict[str, float]:
-    """Point estimates from returns[engine, condition, episode] (episode axis averaged).
-
-    A family's predicted drop is each engine's drop under the gap relative to its *own* nominal
-    return, averaged over engines with the weights of ``engine_weights``: every engine measures
-    the policy's sensitivity under its physics, and engines where it already fails say little.
-    """
-    mean = _episode_means(R)  # engine x condition
-    nominal = mean[:, conditions.index("nominal")]
-    weights = engine_weights(nominal, ref)
-    out = {}
-    for fam in [*FAMILIES, "combined"]:
-        col = mean[:, conditions.index(fam)]
-        ok = [e for e in range(R.shape[0]) if np.isfinite(col[e]) and np.isfinite(nominal[e]) and weights[e] > 0]
-        out[fam] = (float(np.dot([weights[e] for e in ok], [clipped_drop(nominal[e], col[e]) for e in ok])
-                          / sum(weights[e] for e in ok)) if ok else float("nan"))
-    others = [clipped_drop(nominal[ref], nominal[e]) for e in range(R.shape[0]) if e != ref and np.isfinite(nominal[e])]
-    out["engine_disagreement"] = float(np.mean(others)) if others else 0.0
-    out["aggregate"] = out["combined"]
-    return out
-
-
-def verdict_for(drop: float) -> str:
-    if not np.isfinite(drop):
+def verdict_for(headroom: float | None, censored: bool = False) -> str:
+    """The class of one headroom (margin / gap). A censored margin is a lower bound: its class is
+    the bound's, except that a bound below 1 says nothing ("unknown": the gap lies beyond the
+    rungs tested)."""
+    if headroom is None:
+        return "low"  # no gap expected on this family
+    if not np.isfinite(headroom):
         return "unknown"
-    return "low" if drop < LOW else "medium" if drop < HIGH else "high"
+    if headroom < HIGH_BELOW:
+        return "unknown" if censored else "high"
+    return "medium" if headroom < MEDIUM_BELOW else "low"
 
 
 def task_of(card):
@@ -121,53 +72,205 @@ def task_of(card):
     return make_task(card.task, **card.task_options)
 
 
-def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 1000, hints=None,
-                 task=None, max_steps: int | None = None) -> RiskProfile:
-    """Profile from crossval rows (columns engine, condition, episode, return, failure, ...), on the
-    card's metric (else the task's primary one). On a harness mismatch it holds no risk numbers."""
+def _values(df, metric_values, engine: str, condition: str, episodes: list[int]) -> np.ndarray:
+    """Metric values of ``engine`` under ``condition`` for ``episodes`` (NaN where missing)."""
+    sel = (df.engine == engine).to_numpy() & (df.condition == condition).to_numpy()
+    by_episode = dict(zip(df.episode[sel], metric_values[sel]))
+    return np.array([by_episode.get(i, np.nan) for i in episodes], float)
+
+
+class _Curves:
+    """Per engine and family: the visited rungs' metric values over the sweep episodes."""
+
+    def __init__(self, df, metric_values, engines, fraction: float, ladders):
+        self.fraction = fraction
+        rung_rows = df[df.condition != "nominal"]
+        self.episodes = sorted(set(rung_rows.episode)) if len(rung_rows) else []
+        self.nominal = {e: _values(df, metric_values, e, "nominal", self.episodes) for e in engines}
+        self.rungs: dict[tuple[str, str], list[tuple[int, float, np.ndarray]]] = {}
+        present = set(zip(rung_rows.engine, rung_rows.condition))
+        for e in engines:
+            for name, lad in ladders.items():
+                self.rungs[e, name] = [(k, lad.level(k), _values(df, metric_values, e, lad.condition(k), self.episodes))
+                                       for k in range(1, lad.rungs + 1) if (e, lad.condition(k)) in present]
+
+    def points(self, e: str, family: str, idx=None) -> list[tuple[int, float]]:
+        nominal = self.nominal[e] if idx is None else self.nominal[e][idx]
+        return [(level, retained(nominal, v if idx is None else v[idx])) for _, level, v in self.rungs[e, family]]
+
+    def margin(self, e: str, family: str, idx=None) -> tuple[float, bool]:
+        points = self.points(e, family, idx)
+        if not points:
+            return float("nan"), False
+        return margin_from_curve(points, self.fraction)
+
+
+def _combine(values: dict[str, float], weights: dict[str, float]) -> float:
+    ok = [e for e, v in values.items() if np.isfinite(v) and weights.get(e, 0) >= MIN_ENGINE_WEIGHT]
+    if not ok:
+        return float("nan")
+    return float(sum(weights[e] * values[e] for e in ok) / sum(weights[e] for e in ok))
+
+
+def _family_numbers(curves: _Curves, family: str, gap: float | None, weights, idx=None) -> tuple[float, bool, float]:
+    """(margin, censored, drop at the gap) of one family, engines combined."""
+    margins, censored, drops = {}, False, {}
+    for e in weights:
+        m, c = curves.margin(e, family, idx)
+        margins[e] = m
+        censored |= bool(c and weights[e] >= MIN_ENGINE_WEIGHT and np.isfinite(m))
+        points = curves.points(e, family, idx)
+        drops[e] = float(np.clip(1.0 - curve_at(points, gap), 0.0, 1.0)) if points and gap is not None else 0.0
+    return _combine(margins, weights), censored, _combine(drops, weights) if gap is not None else 0.0
+
+
+def _quantiles(values) -> tuple[float, float]:
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return float("nan"), float("nan")
+    return float(np.quantile(v, 0.025)), float(np.quantile(v, 0.975))
+
+
+def _rung_ci(nominal: np.ndarray, rung: np.ndarray, rng) -> tuple[float, float]:
+    n = len(nominal)
+    draws = [retained(nominal[i], rung[i]) for i in rng.integers(0, n, (200, n))] if n > 1 else []
+    return _quantiles(draws) if draws else (retained(nominal, rung),) * 2
+
+
+def _ratio(a: float, b: float | None) -> float | None:
+    return None if b is None or b <= 0 else float(a / b)
+
+
+def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 500, hints=None,
+                 task=None, max_steps: int | None = None, fraction: float = PASS_FRACTION,
+                 control_period: float | None = None, ladders=None) -> RiskProfile:
+    """Profile from crossval rows (columns engine, condition, episode, return, failure, ...; rung
+    conditions ``<family>@<k>`` as the sweeps visited them), on the card's metric (else the task's
+    primary; ``ladders``: the ones the sweeps ran, default crosssim.sweep.LADDERS). On a harness
+    mismatch it holds no risk numbers."""
+    from crosssim.deployment import deployment_gap, gap_dict
+
+    ladders = ladders or sweep.LADDERS
     task = task or task_of(card)
     metric = card.metric or task.primary_metric
-    thresholds = {"low_below": LOW, "high_from": HIGH, "claim_fraction": CLAIM_FRACTION,
-                  "task_success_min": TASK_SUCCESS_MIN}
+    thresholds = {"pass_fraction": fraction, "high_below": HIGH_BELOW, "medium_below": MEDIUM_BELOW,
+                  "min_engine_weight": MIN_ENGINE_WEIGHT,
+                  "claim_fraction": CLAIM_FRACTION, "task_success_min": TASK_SUCCESS_MIN}
     check = harness_check(df[(df.engine == reference) & (df.condition == "nominal")], card, reference, hints,
                           task=task, seed=seed, max_steps=max_steps)
+    gap, source = deployment_gap(card, task)
+    common = dict(reference_engine=reference, thresholds=thresholds, metric=metric, deployment=gap_dict(gap),
+                  deployment_source=source)
     if check.status == "mismatch":  # a risk through a broken harness measures the harness: print none
         return RiskProfile(harness_check=check, components={}, aggregate=None, verdict="harness mismatch",
-                           driver=None, message=check.message, reference_engine=reference,
-                           thresholds=thresholds, metric=metric)
+                           driver=None, message=check.message, **common)
     engines = list(dict.fromkeys(df.engine))
-    conditions = list(CONDITIONS)
-    episodes = sorted(set(df.episode))
-    R = _matrix(df, engines, conditions, episodes, task.metric_values(df, metric))
-    ref = engines.index(reference)
-    point = _components(R, ref, conditions)
-    # Paired bootstrap over episodes: the same resampled episodes in every engine and condition.
+    values = task.metric_values(df, metric)
+    with warnings.catch_warnings():  # an engine whose episodes all failed is an all-NaN slice: NaN is the answer
+        warnings.simplefilter("ignore", RuntimeWarning)
+        nominal_means = np.array([np.nanmean(values[((df.engine == e) & (df.condition == "nominal")).to_numpy()])
+                                  if ((df.engine == e) & (df.condition == "nominal")).any() else np.nan
+                                  for e in engines])
+    weights = dict(zip(engines, map(float, engine_weights(nominal_means, engines.index(reference)))))
+    curves = _Curves(df, values, engines, fraction, ladders)
+    period = control_period or getattr(card, "control_period", None) or 1.0
+    axes = gap.axes(period)
+    gaps = {}
+    for name, lad in ladders.items():
+        sev = max(lad.severity_of(a, axes[a]) for a, _ in lad.axes)
+        gaps[name] = sev if sev > 0 else None
+    point = {f: _family_numbers(curves, f, gaps[f], weights) for f in ladders}
+    # Paired bootstrap over the sweep episodes: the same resampled episodes in every engine and rung.
     rng = np.random.default_rng(seed)
-    draws = {k: [] for k in point}
-    for _ in range(resamples):
-        idx = rng.integers(0, len(episodes), len(episodes))
-        for k, v in _components(R[:, :, idx], ref, conditions).items():
-            draws[k].append(v)
-    ci = {k: (float(np.nanquantile(v, 0.025)), float(np.nanquantile(v, 0.975))) for k, v in draws.items()}
-    components = {k: RiskComponent(drop=point[k], ci95=ci[k], what=FAMILY_TEXT[k])
-                  for k in [*FAMILIES, "engine_disagreement"]}
-    driver = max(FAMILIES, key=lambda k: components[k].drop if np.isfinite(components[k].drop) else -1)
-    nominal = _episode_means(R[:, conditions.index("nominal")])
-    weights = engine_weights(nominal, ref)
-    aggregate = RiskAggregate(drop=point["aggregate"], ci95=ci["aggregate"], combined_gaps_drop=point["combined"],
-                              engine_weights={e: float(w) for e, w in zip(engines, weights)})
-    verdict = verdict_for(point["aggregate"])
-    worst = components[driver].drop
-    cause = (f"most fragile to {FAMILY_TEXT[driver]}" if np.isfinite(worst) and worst >= LOW
-             else "no single gap stands out")
-    message = (f"{verdict} risk: predicted drop of {metric} {100 * point['aggregate']:.0f}% "
-               f"[{100 * ci['aggregate'][0]:.0f}, {100 * ci['aggregate'][1]:.0f}]; {cause}")
-    if point["engine_disagreement"] >= HIGH:  # a flag, not part of the score (docs/risk.md says why)
-        message += (f"; engines disagree: the others lose {100 * point['engine_disagreement']:.0f}% with no gap, "
-                    "so their sensitivities count less")
-    return RiskProfile(harness_check=check, components=components, aggregate=aggregate, verdict=verdict,
-                       driver=driver, message=message, reference_engine=reference, thresholds=thresholds,
-                       metric=metric)
+    n = len(curves.episodes)
+    draws = {f: [] for f in ladders}
+    for _ in range(resamples if n > 1 else 0):
+        idx = rng.integers(0, n, n)
+        for f in ladders:
+            draws[f].append(_family_numbers(curves, f, gaps[f], weights, idx))
+    components = {}
+    for f, lad in ladders.items():
+        margin, censored, drop = point[f]
+        d = draws[f] or [point[f]]
+        m_ci = _quantiles([x[0] for x in d])
+        drop_ci = _quantiles([x[2] for x in d])
+        headroom = _ratio(margin, gaps[f])
+        h_ci = None if gaps[f] is None else (m_ci[0] / gaps[f], m_ci[1] / gaps[f])
+        engine_margins = {e: curves.margin(e, f)[0] for e in engines}
+        trusted = [m for e, m in engine_margins.items() if weights[e] >= MIN_ENGINE_WEIGHT and np.isfinite(m)]
+        cpoints = {}
+        for e in engines:
+            cpoints[e] = [RungPoint(rung=k, severity=level, settings=lad.settings_at(level),
+                                    episodes=int(np.isfinite(v).sum()), retained=retained(curves.nominal[e], v),
+                                    retained_ci95=_rung_ci(curves.nominal[e], v, np.random.default_rng(seed)),
+                                    passed=bool(retained(curves.nominal[e], v) >= fraction))
+                          for k, level, v in sorted(curves.rungs[e, f], key=lambda t: t[0])]
+        components[f] = RiskComponent(
+            what=lad.what, margin=margin, margin_ci95=m_ci, censored=censored,
+            margin_settings=lad.settings_at(margin) if np.isfinite(margin) else {},
+            gap=gaps[f], gap_settings=lad.settings_at(gaps[f]) if gaps[f] is not None else {},
+            headroom=headroom if np.isfinite(margin) else float("nan"), headroom_ci95=h_ci,
+            drop_at_gap=drop, drop_at_gap_ci95=drop_ci,
+            verdict=verdict_for(headroom if np.isfinite(margin) else float("nan"), censored),
+            engine_margins=engine_margins, engine_spread=float(max(trusted) - min(trusted)) if trusted else float("nan"),
+            curves=cpoints)
+    return _verdict(components, weights, check, dict(common, sweep_episodes=n))
+
+
+def _verdict(components: dict[str, RiskComponent], weights, check, common) -> RiskProfile:
+    """The least-headroom family decides; the message names it with its margin and the gap."""
+    metric = common["metric"]
+    scored = {f: c for f, c in components.items() if c.gap is not None}
+    order = {"high": 0, "unknown": 1, "medium": 2, "low": 3}
+    if not scored:
+        driver = None
+    else:
+        driver = min(scored, key=lambda f: (order[scored[f].verdict],
+                                            scored[f].headroom if np.isfinite(scored[f].headroom) else -1.0))
+    drops = {f: c.drop_at_gap for f, c in components.items()}
+    worst = max(drops, key=lambda f: drops[f] if np.isfinite(drops[f]) else -1.0)
+    agg = RiskAggregate(drop=drops[worst], ci95=components[worst].drop_at_gap_ci95, engine_weights=weights,
+                        headroom=components[driver].headroom if driver else None,
+                        headroom_ci95=components[driver].headroom_ci95 if driver else None, family=driver)
+    if any(not np.isfinite(c.margin) for c in components.values()):
+        verdict = "unknown"
+        missing = [f for f, c in components.items() if not np.isfinite(c.margin)]
+        message = f"unknown risk: no tolerance margin for {', '.join(missing)} (a sweep did not run: engine failure?)"
+    elif driver is None:
+        verdict, message = "low", "low risk: no deployment gap is expected on any family"
+    else:
+        c = components[driver]
+        verdict = c.verdict
+        bound = ">= " if c.censored else ""
+        message = (f"{verdict} risk: least headroom in {c.what.split(' (')[0]}: {metric} stays within "
+                   f"{100 * common['thresholds']['pass_fraction']:.0f}% of nominal up to severity {bound}{c.margin:.2f} "
+                   f"[{c.margin_ci95[0]:.2f}, {c.margin_ci95[1]:.2f}] ({settings_text(c.margin_settings)}); "
+                   f"expected gap {c.gap:.2f} ({settings_text(c.gap_settings)}); headroom {bound}"
+                   f"{c.headroom:.1f}x; predicted loss at the gap {100 * c.drop_at_gap:.0f}%")
+    spread = {f: c.engine_spread for f, c in components.items()
+              if np.isfinite(c.engine_spread) and c.engine_spread >= max(1.0, c.gap or 0.0)}
+    disagreement = "; ".join(f"{f}: engine margins {', '.join(f'{e} {number(m)}' for e, m in components[f].engine_margins.items())}"
+                             f" differ by {s:.1f}" for f, s in spread.items())
+    if disagreement:
+        message += f"; engines disagree on the tolerance ({disagreement})"
+    return RiskProfile(harness_check=check, components=components, aggregate=agg, verdict=verdict, driver=driver,
+                       message=message, engine_disagreement=disagreement, **common)
+
+
+def settings_text(settings: dict[str, float]) -> str:
+    """Swept axes' values in words with units, e.g. "motor_strength 0.82, motor_lag 14 ms"."""
+    from crosssim.sweep import UNITS
+
+    parts = []
+    for k, v in settings.items():
+        if UNITS[k] == "s":
+            parts.append(f"{k} {1000 * v:.0f} ms")
+        elif UNITS[k] == "x":
+            parts.append(f"{k} x{v:.2f}")
+        else:
+            parts.append(f"{k} {v:.2g} {UNITS[k]}")
+    return ", ".join(parts)
 
 
 def claim_met(values, claim: float, *, seed: int = 0) -> tuple[bool, tuple[float, float]]:

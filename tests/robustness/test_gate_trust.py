@@ -439,7 +439,7 @@ def _summary(name=HOSTILE) -> RunSummary:
                              error=None, drop_vs_reference=drop)
 
     risk = RiskProfile(harness_check=HarnessCheck(status="ok", message=name), components={},
-                       aggregate=RiskAggregate(drop=0.9, ci95=(0.9, 0.9), combined_gaps_drop=0.9, engine_weights={}),
+                       aggregate=RiskAggregate(drop=0.9, ci95=(0.9, 0.9), engine_weights={}),
                        verdict=name, driver="actuation", message=name, reference_engine="mujoco", thresholds={})
     return RunSummary(crosssim_version="test", policy=name, card="c.yaml", policy_file="p.pt", policy_sha256=None,
                       task="Hopper", reference_engine="mujoco", seed=0, episodes=1,

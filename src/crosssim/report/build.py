@@ -112,6 +112,7 @@ def _context(run, *, filmstrips: bool, harness=None) -> dict:
         s=s, engines=engines, risk=s.risk, card_error=card_error, metric=metric,
         engine_table=engine_table, episodes=tables.episode_tables(run, task, metric, period),
         verdict_meaning=tables.verdict_meaning(s.risk) if s.risk else [],
+        dose_response=plots.dose_response(s.risk, engines) if s.risk is not None and s.risk.components else None,
         real=tables.real_view(s.real), gate=gate,
         figures=_figures(run, task, metric, engines, harness), strip=_filmstrips(run, harness, filmstrips),
         audit=audit_view(run.audit), versions=package_versions(),

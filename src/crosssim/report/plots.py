@@ -155,3 +155,35 @@ def divergence(trajectories: dict, engines: list[str], reference: str, qpos_inde
     ax.set_title("Closed-loop divergence from the reference engine (joint positions)", fontsize=10)
     _legend_below(fig, ax, len(engines) - 1)
     return _data_uri(plt, fig)
+
+
+def dose_response(risk, engines: list[str]) -> str:
+    """One panel per gap family: each engine's retained share of the nominal metric at the rungs
+    the sweep visited (95% CI bars), the pass fraction, the combined margin and the expected gap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    families = list(risk.components)
+    fig, axes = plt.subplots(1, len(families), figsize=(3.2 * len(families), 3.0), dpi=100, squeeze=False)
+    for ax, name in zip(axes[0], families):
+        c = risk.components[name]
+        for k, e in enumerate(engines):
+            pts = c.curves.get(e, [])
+            xs = [0.0] + [p.severity for p in pts]
+            ys = [1.0] + [p.retained for p in pts]
+            lo = [0.0] + [p.retained - p.retained_ci95[0] for p in pts]
+            hi = [0.0] + [p.retained_ci95[1] - p.retained for p in pts]
+            ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], marker="o", ms=4, capsize=2,
+                        color=COLORS[k % 7], label=e)
+        ax.axhline(risk.thresholds.get("pass_fraction", 0.9), color="grey", ls=":", lw=1)
+        if np.isfinite(c.margin):
+            ax.axvline(c.margin, color="black", lw=1, label="margin")
+        if c.gap is not None:
+            ax.axvline(c.gap, color="#d62728", ls="--", lw=1, label="expected gap")
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("severity (1 = typical gap)", fontsize=8)
+        ax.set_ylabel(f"share of nominal {risk.metric}", fontsize=8)
+    axes[0][0].legend(fontsize=7)
+    return _data_uri(plt, fig)

@@ -156,8 +156,10 @@ def episode_tables(run, task, metric: str, period: float | None) -> dict[str, li
 
 
 THRESHOLD_TEXT = {
-    "low_below": "LOW below this predicted drop",
-    "high_from": "HIGH from this predicted drop",
+    "pass_fraction": "a sweep rung passes while the metric keeps this share of nominal",
+    "high_below": "HIGH below this headroom (margin / expected gap)",
+    "medium_below": "MEDIUM below this headroom, LOW from it",
+    "min_engine_weight": "an engine counts in the margins when the policy keeps this share of the reference there",
     "claim_fraction": "a card claim counts as met when the 95% CI of the measured value reaches this share of it",
     "task_success_min": "harness mismatch when fewer than this share of reference episodes succeed at the task",
 }

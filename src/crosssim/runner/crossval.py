@@ -76,6 +76,14 @@ class CrossvalConfig:
                    "~/.cache/crosssim/rows (never inside the checkout).")
     risk: bool = option(True, off="Nominal runs only: no perturbation sweeps, no transfer-risk profile.",
                         help="Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md).")
+    sweep_episodes: int = option(
+        4, parse=options.whole(1),
+        help="Episodes per visited sweep rung (the first ones of --episodes, so every rung is paired with nominal "
+             "episodes of the same seeds); the margins' CIs state the resulting width.")
+    pass_fraction: float = option(
+        0.9, parse=options.positive_number(),
+        help="A sweep rung passes while the task metric keeps this share of nominal; the tolerance margin is the "
+             "largest severity that passes (docs/risk.md).")
     real: str | None = option(
         None, help="Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs.")
     policy_memory_mb: int | None = option(
@@ -98,19 +106,33 @@ class CrossvalPlan:
     """Built once here; passed on to the cache key, the hints, the real-log section and the report."""
     out: Path
     conditions: tuple[tuple[str, dict], ...]
-    """(condition name, Perturbation fields), in run and storage order."""
+    """(condition name, Perturbation fields) every episode runs under, in run and storage order."""
     episodes: tuple[tuple[int, int], ...]
     """(episode index, seed) pairs; the same in every engine and condition."""
     cache: object | None = None
     """crosssim.runner.cache.ResultCache, or None with --no-cache."""
+    sweeps: tuple = ()
+    """(family, ((condition, Perturbation fields) for rungs 1..K)) searched by bisection after the
+    conditions (crosssim.sweep); empty with --no-risk."""
+    sweep_episodes: tuple[tuple[int, int], ...] = ()
+    """(episode index, seed) pairs each visited rung runs: the first of ``episodes``."""
+    metric: str = "return"
+    """The task metric the sweeps and the verdict use (the card's, else the task's primary)."""
+
+    @property
+    def all_conditions(self) -> tuple[tuple[str, dict], ...]:
+        """The conditions, then every rung a sweep may visit: the storage order of rows."""
+        return self.conditions + tuple(rung for _, rungs in self.sweeps for rung in rungs)
 
     def cache_key(self, engine: str, condition: str, seed: int) -> str:
-        return self.cache.key(engine, condition, dict(self.conditions)[condition], seed)
+        return self.cache.key(engine, condition, dict(self.all_conditions)[condition], seed)
 
-    def job(self, engine: str, skip: frozenset = frozenset()) -> EngineJob:
+    def job(self, engine: str, skip: frozenset = frozenset(), known: tuple = ()) -> EngineJob:
         c = self.config
         return EngineJob(str(self.card.path), engine, self.episodes, c.trust_policy_code, c.max_steps, c.record,
-                         self.conditions, skip, c.batch, log=str(self.out / "logs" / f"{slug(engine)}.log"))
+                         self.conditions, skip, c.batch, log=str(self.out / "logs" / f"{slug(engine)}.log"),
+                         sweeps=self.sweeps, sweep_episodes=self.sweep_episodes, metric=self.metric,
+                         fraction=c.pass_fraction, known=known)
 
 
 def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
@@ -120,7 +142,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     from crosssim.policies import load_policy
     from crosssim.policies.sandbox import set_memory_limit
     from crosssim.profiles import load_profile
-    from crosssim.risk import risk_conditions
+    from crosssim.sweep import LADDERS
 
     card = load_card(config.policy)
     if config.episodes < 1:
@@ -144,10 +166,15 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
         probe.unlink()
     except OSError as exc:
         raise CrossSimError(f"cannot write results to {out}: {exc.strerror}; choose another --out") from None
-    return CrossvalPlan(config=config, card=card, harness=harness, out=out,
-                        conditions=risk_conditions() if config.risk else (("nominal", {}),),
-                        episodes=tuple((i, config.seed + i) for i in range(config.episodes)),
-                        cache=_cache(card, harness, config))
+    if not 0 < config.pass_fraction < 1:
+        raise CrossSimError(f"--pass-fraction must be between 0 and 1 (a share of nominal), got {config.pass_fraction}")
+    episodes = tuple((i, config.seed + i) for i in range(config.episodes))
+    sweeps = tuple((name, tuple((lad.condition(k), lad.fields(k)) for k in range(1, lad.rungs + 1)))
+                   for name, lad in LADDERS.items()) if config.risk else ()
+    return CrossvalPlan(config=config, card=card, harness=harness, out=out, conditions=(("nominal", {}),),
+                        episodes=episodes, cache=_cache(card, harness, config), sweeps=sweeps,
+                        sweep_episodes=episodes[:config.sweep_episodes] if sweeps else (),
+                        metric=card.metric or harness.task.primary_metric)
 
 
 def _cache(card: Card, harness: Harness, config: CrossvalConfig):
@@ -197,19 +224,83 @@ class Collected:
         return [r for e in engines for r in sorted(self.rows[e], key=lambda r: (order[r.condition], r.episode))]
 
 
-def _from_cache(plan: CrossvalPlan, got: Collected) -> list[EngineJob]:
-    """Collect the rows the cache knows; one job per engine for the rest."""
-    jobs = []
+def _cached(plan: CrossvalPlan, engine: str, condition: str, episode: int, seed: int) -> dict | None:
+    hit = plan.cache.get(plan.cache_key(engine, condition, seed)) if plan.cache else None
+    return hit if hit is not None and hit.get("episode") == episode else None
+
+
+def _from_cache(plan: CrossvalPlan, got: Collected) -> tuple[list[EngineJob], dict[str, list[dict]]]:
+    """Collect the rows of the conditions the cache knows; one job per engine for the rest. Cached
+    rung rows go to the jobs as ``known`` (returned per engine too): which of them a run keeps is
+    decided by the sweep search (``_keep_visited``), not by what happens to be cached."""
+    jobs, rungs = [], {}
     for e in plan.config.engines:
-        known = set()
+        known, nominal = set(), []
+        swept = {i for i, _ in plan.sweep_episodes}
         for c, _ in plan.conditions:
             for i, s in plan.episodes:
-                hit = plan.cache.get(plan.cache_key(e, c, s)) if plan.cache else None
-                if hit is not None and hit.get("episode") == i:
+                hit = _cached(plan, e, c, i, s)
+                if hit is not None:
+                    if c == "nominal" and i in swept:
+                        nominal.append(_light(hit))
                     got.add(plan.card.name, e, hit)
                     known.add((c, i))
-        jobs.append(plan.job(e, frozenset(known)))
-    return jobs
+        rungs[e] = [_light(hit) for _, conds in plan.sweeps for c, _ in conds for i, s in plan.sweep_episodes
+                    if (hit := _cached(plan, e, c, i, s)) is not None]
+        jobs.append(plan.job(e, frozenset(known), tuple(nominal + rungs[e])))
+    return jobs, rungs
+
+
+def _light(row: dict) -> dict:
+    """A cached row without its trajectory (what the sweep search reads)."""
+    return {k: v for k, v in row.items() if k != "trajectory"}
+
+
+def _keep_visited(plan: CrossvalPlan, got: Collected, cached_rungs: dict[str, list[dict]]) -> None:
+    """Add to ``got`` the cached rung rows the sweep search visits: the same search the workers ran,
+    replayed on the rows now known, so the stored rows never depend on what the cache held."""
+    from crosssim.runner.workers import payload_frame
+    from crosssim.sweep import search_family
+
+    task = plan.harness.task
+    metric = lambda payloads: task.metric_values(payload_frame(payloads), plan.metric)  # noqa: E731
+    for e in plan.config.engines:
+        fresh = {(r.condition, r.episode): r for r in got.rows[e]}
+        cached = {(r["condition"], int(r["episode"])): r for r in cached_rungs.get(e, [])}
+
+        for family, rungs in plan.sweeps:
+            used: list[dict] = []
+
+            def rows_of(condition, fields):
+                out = []
+                for i, _ in plan.sweep_episodes:
+                    row = fresh.get((condition, i))
+                    if row is not None:
+                        out.append(_row_payload(row))
+                    elif (condition, i) in cached:
+                        used.append(cached[(condition, i)])
+                        out.append(cached[(condition, i)])
+                    else:
+                        out.append(None)
+                return out
+
+            search_family(rungs, rows_of, metric, plan.config.pass_fraction)
+            for row in used:
+                if (row["condition"], int(row["episode"])) not in fresh:
+                    got.add(plan.card.name, e, dict(row))
+                    fresh[(row["condition"], int(row["episode"]))] = got.rows[e][-1]
+
+
+def _row_payload(row) -> dict:
+    """An EpisodeRow back in the worker payload shape the task metrics read."""
+    return {"engine": row.engine, "condition": row.condition, "episode": row.episode, "seed": row.seed,
+            "ret": row.ret, "length": row.length, "terminated": row.terminated, "failure": row.failure,
+            "x_velocity": row.x_velocity, "metrics": dict(row.metrics)}
+
+
+def _sweep_units(job: EngineJob) -> int:
+    """The most rows a job's sweeps can add (bisection: ceil(log2(K + 1)) rungs per family)."""
+    return sum(int(np.ceil(np.log2(len(rungs) + 1))) for _, rungs in job.sweeps) * len(job.sweep_episodes)
 
 
 def _startup_status(profile: str) -> str | None:
@@ -233,19 +324,13 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
     """Rows from the cache where known, the rest from the executor; engine failures become rows."""
     config, name = plan.config, plan.card.name
     got = Collected(rows={e: [] for e in config.engines})
-    jobs = _from_cache(plan, got)
-    if progress:  # each engine's count starts at its cached rows; a cold Warp cache is said before the wait
-        for job in jobs:
-            total = len(job.units()) + len(job.skip)
-            if job.skip:
-                progress(job.profile, len(job.skip), total, {"failure": None, "cached": True})
-            status = _startup_status(job.profile)
-            if status and job.units():
-                progress(job.profile, len(job.skip), total, {"failure": None, "status": status})
+                         self.conditions, skip, c.batch, log=str(self.out / "logs" / f"{slug(engine)}.log"),
+                         sweeps=self.sweeps, sweep_episodes=self.sweep_episodes, metric=self.metric,
+                         fraction=c.pass_fraction, known=known)
 
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile
-        total = len(job.units()) + len(job.skip)  # got.rows[e] holds the cached rows too
+        total = len(job.units()) + len(job.skip) + _sweep_units(job)  # got.rows[e] holds the cached rows too
         if kind == "row":
             if plan.cache:
                 plan.cache.put(plan.cache_key(e, payload["condition"], payload["seed"]), payload)
@@ -272,12 +357,14 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
                  inline=config.inline)
     else:
         raise CrossSimError(f"unknown executor {config.executor!r}: use local or ray")
+    if plan.sweeps:
+        _keep_visited(plan, got, cached_rungs)
     return got
 
 
 def write_rows(plan: CrossvalPlan, got: Collected):
     """results.parquet, audit.json and trajectories.npz into the out folder; returns the rows' DataFrame."""
-    df = rows_frame(got.ordered(plan.config.engines, plan.conditions))
+    df = rows_frame(got.ordered(plan.config.engines, plan.all_conditions))
     out = plan.out
     write_atomic(out / ROWS_FILE, lambda p: df.to_parquet(p, index=False))
     write_atomic(out / "audit.json", lambda p: Path(p).write_text(json.dumps(got.audits, indent=1)))

@@ -32,6 +32,9 @@ def main() -> None:
     raw["episodes"] = tuple(tuple(e) for e in raw["episodes"])
     raw["conditions"] = tuple((c, f) for c, f in raw["conditions"])
     raw["skip"] = frozenset(tuple(s) for s in raw.get("skip", []))
+    raw["sweeps"] = tuple((f, tuple((c, d) for c, d in rungs)) for f, rungs in raw.get("sweeps", []))
+    raw["sweep_episodes"] = tuple(tuple(e) for e in raw.get("sweep_episodes", []))
+    raw["known"] = tuple(raw.get("known", []))
     out = sys.stdout
     sys.stdout = sys.stderr  # engines that print must not corrupt the protocol stream
 

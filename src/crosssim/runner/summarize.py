@@ -60,7 +60,8 @@ def summarize(plan, df, got) -> RunSummary:
         except Exception as exc:  # hints are advice; never let them cost the run
             hints = [f"(no hints: {type(exc).__name__}: {exc})"]
         risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task,
-                            max_steps=config.max_steps)
+                            max_steps=config.max_steps, fraction=config.pass_fraction,
+                            control_period=plan.harness.control_dt)
     note = getattr(plan.harness.task, "version_note", None)  # a default version is said, never silent
     version_notes = [note] if note else []
     return RunSummary(

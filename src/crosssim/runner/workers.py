@@ -49,6 +49,18 @@ class EngineJob:
     """File that receives everything the worker process prints (engine banners such as PyBullet's
     build time, Warp's messages, a crash's traceback), so the terminal shows only crosssim's
     own output; None leaves the worker's output on the parent's terminal."""
+    sweeps: tuple = ()
+    """Dose-response ladders searched after the conditions: (family, ((condition, Perturbation
+    fields) for rungs 1..K)) pairs (crosssim.sweep)."""
+    sweep_episodes: tuple[tuple[int, int], ...] = ()
+    """(episode index, seed) pairs each visited rung runs; a subset of ``episodes``."""
+    metric: str = "return"
+    """The task metric a rung must keep (crosssim.sweep.rung_passes)."""
+    fraction: float = 0.9
+    """Share of the nominal metric a rung must keep to pass."""
+    known: tuple = ()
+    """Rows already known (cached) that the sweep search may read, as worker payloads (nominal rows
+    of ``sweep_episodes`` and rung rows); the worker emits no row for them."""
 
     def units(self) -> list[tuple[str, int, int]]:
         """Every (condition, episode, seed) this job still owes a row for."""
@@ -80,16 +92,22 @@ def execute_job(job: EngineJob, emit) -> None:
     except Exception as exc:
         fail(exc)
         return
-    for condition, fields in job.conditions:
+    seen = {(r["condition"], int(r["episode"])): r for r in job.known}
+
+    def emit_row(payload: dict) -> None:
+        seen[(payload["condition"], int(payload["episode"]))] = payload
+        emit("row", payload)
+
+    def run_condition(condition: str, fields: dict, todo) -> bool:
+        """Run ``todo`` episodes under one condition; False when the engine failed (reported)."""
         perturbation = Perturbation(**fields)
-        todo = [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]
         if not todo and not perturbation.is_nominal:
-            continue
+            return True
         try:
             sim = open_engine(profile, harness.scene, perturbation, base=harness.model_variant)
         except Exception as exc:
             fail(exc)
-            return
+            return False
         try:
             if perturbation.is_nominal:
                 emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in sim.engine.audit(sim.model)])
@@ -99,18 +117,37 @@ def execute_job(job: EngineJob, emit) -> None:
                 run_episodes_lockstep(
                     sim, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
                     max_steps=job.max_steps, record_episode=record,
-                    on_result=lambda r, c=condition: emit("row", dataclasses.asdict(r) | {"condition": c}),
+                    on_result=lambda r, c=condition: emit_row(dataclasses.asdict(r) | {"condition": c}),
                     heartbeat=lambda t: emit("progress", t))
-                continue
+                return True
             for episode, seed in todo:
                 result = run_episode(sim, harness, policy, episode=episode, seed=seed, max_steps=job.max_steps,
                                      record=episode == record)
-                emit("row", dataclasses.asdict(result) | {"condition": condition})
+                emit_row(dataclasses.asdict(result) | {"condition": condition})
         except Exception as exc:  # an engine bug mid-column: its remaining episodes fail, sent rows stay
             fail(exc)
-            return
+            return False
         finally:
             sim.close()
+        return True
+
+    for condition, fields in job.conditions:
+        if not run_condition(condition, fields, [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
+            return
+    if job.sweeps:
+        from crosssim.sweep import search_family
+
+        metric = lambda payloads: harness.task.metric_values(payload_frame(payloads), job.metric)  # noqa: E731
+        for family, rungs in job.sweeps:
+            def rows_of(condition, fields):
+                todo = [(i, s) for i, s in job.sweep_episodes if (condition, i) not in seen]
+                if todo and not run_condition(condition, fields, todo):
+                    raise _EngineFailed
+                return [seen.get((condition, i)) for i, _ in job.sweep_episodes]
+            try:
+                search_family(rungs, rows_of, metric, job.fraction)
+            except _EngineFailed:
+                return
     import resource
 
     emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
@@ -123,6 +160,17 @@ def _to_log(path: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+class _EngineFailed(Exception):
+    """The engine failed mid-sweep (already reported as an error message)."""
+
+
+def payload_frame(payloads):
+    """Worker row payloads as a DataFrame with results.parquet's columns (what task metrics read)."""
+    from crosssim.results import EpisodeRow, rows_frame
+
+    return rows_frame([EpisodeRow.from_worker("", p.get("engine", ""), p) for p in payloads])
 
 
 def _worker_main(job: EngineJob, q) -> None:
@@ -151,6 +199,9 @@ class StdioWorker:
         payload["skip"] = sorted(job.skip)
         if not job.batch:  # a worker interpreter with an older crosssim does not know the field
             payload.pop("batch")
+        if not job.sweeps:
+            for key in ("sweeps", "sweep_episodes", "metric", "fraction", "known"):
+                payload.pop(key)
         payload.pop("log")  # the parent sends the worker's stderr there (below)
         log = None
         try:

@@ -1,0 +1,131 @@
+"""The expected deployment gap: what the real robot will bring, which the verdict compares each
+family's tolerance margin with (docs/risk.md, "Deployment gap").
+
+A card states it in a ``deployment:`` section, or names a YAML file with the same keys
+(``deployment: {file: robot-gap.yaml}``, keys in the card win); where nothing is stated, the
+documented default of the task's robot class applies (``DEFAULTS``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from crosssim.errors import CardError
+
+KEYS = ("file", "latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass")
+"""Every key a card's ``deployment`` section may hold."""
+
+
+@dataclass(frozen=True)
+class DeploymentGap:
+    """The gap one expects between the simulator and the deployed robot (each 0: none)."""
+
+    motor_strength: float = 0.0
+    """Share of the commanded torque the real motors may lack (0.1: up to 10 % weaker)."""
+    motor_lag: float = 0.0
+    """Torque rise time constant of the real motors [s]."""
+    latency: float = 0.0
+    """Sensing-to-actuation latency [s] (``latency_steps`` in a card: control steps)."""
+    latency_steps: float | None = None
+    """The latency in control steps, when stated that way (wins over ``latency``)."""
+    obs_noise: float = 0.0
+    """Standard deviation of sensor noise on every observation value (raw units)."""
+    friction: float = 1.0
+    """Lowest friction expected, as a scale on the simulated friction (0.7: 30 % more slippery)."""
+    added_mass: float = 0.0
+    """Payload or mass error as a share of the robot's mass (0.1: 10 % heavier)."""
+
+    def axes(self, control_period: float) -> dict[str, float]:
+        """The gap as values of the swept axes (crosssim.sweep.LADDERS)."""
+        steps = self.latency_steps if self.latency_steps is not None else self.latency / control_period
+        return {"motor_strength": 1.0 - self.motor_strength, "motor_lag": self.motor_lag,
+                "action_latency": steps, "obs_noise": self.obs_noise, "friction_scale": self.friction,
+                "mass_scale": 1.0 + self.added_mass}
+
+
+DEFAULTS: dict[str, DeploymentGap] = {
+    "legged": DeploymentGap(motor_strength=0.1, motor_lag=0.01, latency=0.02, obs_noise=0.01, friction=0.6,
+                            added_mass=0.1),
+    "gymnasium": DeploymentGap(motor_strength=0.1, motor_lag=0.005, latency_steps=1.0, obs_noise=0.01, friction=0.8,
+                               added_mass=0.05),
+}
+"""Per robot class, used where a card states nothing (docs/risk.md gives the sources)."""
+
+
+def robot_class(task) -> str:
+    """"legged" for the velocity-tracking Locomotion task, else "gymnasium"."""
+    return "legged" if task.name == "Locomotion" else "gymnasium"
+
+
+def _number(section: dict, key: str, where: str, low: float, high: float | None = None) -> float:
+    value = section[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < low or (high is not None and value > high):
+        rng = f"from {low:g} to {high:g}" if high is not None else f">= {low:g}"
+        raise CardError(f"{where}: field 'deployment.{key}' must be a number {rng}, got {value!r:.40}")
+    return float(value)
+
+
+def parse_deployment(section, where: Path) -> dict:
+    """The card's ``deployment`` section, checked (CardError names the card and the field); the
+    file it names is read and merged under the card's own keys. Returns the merged keys."""
+    from crosssim.strictload import did_you_mean, load_yaml
+
+    if not isinstance(section, dict):
+        raise CardError(f"{where}: field 'deployment' must be a mapping (latency: 0.02, motor_strength: 0.1, ...)")
+    merged = {}
+    if section.get("file") is not None:
+        if not isinstance(section["file"], str):
+            raise CardError(f"{where}: field 'deployment.file' must be a path to a YAML file")
+        path = (where.parent / section["file"]).resolve()
+        if not path.is_file():
+            raise CardError(f"{where}: field 'deployment.file' points to {path}, which does not exist")
+        try:
+            data = load_yaml(path, what="deployment file")
+        except Exception as exc:  # one line naming the file, never a traceback
+            raise CardError(f"{path}: {exc}") from None
+        if not isinstance(data, dict) or "file" in data:
+            raise CardError(f"{path}: a deployment file is a YAML mapping of {', '.join(KEYS[1:])}")
+        merged.update(data)
+    merged.update({k: v for k, v in section.items() if k != "file"})
+    for key in merged:
+        if key not in KEYS:
+            raise CardError(f"{where}: field 'deployment.{key}' is not known; {did_you_mean(key, KEYS, 'deployment.')}")
+    limits = {"latency": (0.0, None), "latency_steps": (0.0, None), "motor_strength": (0.0, 0.95),
+              "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None)}
+    out = {}
+    for key, value in merged.items():
+        if key == "friction":
+            if isinstance(value, list):  # a range [low, high]: the low end is the gap
+                if len(value) != 2:
+                    raise CardError(f"{where}: field 'deployment.friction' is a scale or a [low, high] range")
+                for v in value:
+                    _number({"friction": v}, "friction", where, 0.01)
+                if value[0] > value[1]:
+                    raise CardError(f"{where}: field 'deployment.friction' is [{value[0]}, {value[1]}]: low above high")
+                value = min(float(value[0]), 1.0)
+                out[key] = value
+            else:
+                out[key] = min(_number(merged, key, where, 0.01), 1.0)
+        else:
+            out[key] = _number(merged, key, where, *limits[key])
+    return out
+
+
+def deployment_gap(card, task) -> tuple[DeploymentGap, str]:
+    """The gap the verdict uses and where it came from ("card" or "default for <class> robots")."""
+    stated = getattr(card, "deployment", None)
+    base = DEFAULTS[robot_class(task)]
+    if not stated:
+        return base, f"default for {robot_class(task)} robots (docs/risk.md)"
+    # Unstated keys keep the class default (write 0 for "no gap there"); a latency in seconds
+    # replaces a default stated in steps.
+    if "latency" in stated and "latency_steps" not in stated:
+        base = replace(base, latency_steps=None)
+    return replace(base, **stated), f"card deployment section over the default for {robot_class(task)} robots"
+
+
+def gap_dict(gap: DeploymentGap) -> dict:
+    return {k: v for k, v in asdict(gap).items() if v is not None}

@@ -1,0 +1,183 @@
+"""Dose-response sweeps: one ladder of severities per family of real-world gap, searched by
+bisection for the tolerance margin. Method and reasoning: docs/risk.md.
+
+A ladder's rung ``k`` (1..K) moves every axis of its family together, in physical units (rung 0
+is nominal). The search is a pure function of "does rung k keep the metric within the pass
+fraction of nominal?", so the engine worker that runs the episodes and the parent that reads
+them back (cached or fresh) visit exactly the same rungs: same rows in, same rows kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A family's severities: rung k (1..K) sits at severity ``levels[k - 1]`` and sets each axis
+    (a Perturbation field) to its ``axes`` value there. Severity is linear in every axis's
+    distance from nominal, so margins and gaps in severity units can be divided."""
+
+    family: str
+    levels: tuple[float, ...]
+    axes: tuple[tuple[str, tuple[float, ...]], ...]
+    what: str
+
+    @property
+    def rungs(self) -> int:
+        return len(self.levels)
+
+    def level(self, k: int) -> float:
+        """Severity of rung ``k`` (0: nominal)."""
+        return 0.0 if k == 0 else float(self.levels[k - 1])
+
+    def fields(self, k: int) -> dict:
+        """Perturbation fields of rung ``k`` (0: nominal)."""
+        if k == 0:
+            return {}
+        return {name: values[k - 1] for name, values in self.axes}
+
+    def condition(self, k: int) -> str:
+        """The results' condition name of rung ``k``."""
+        return "nominal" if k == 0 else f"{self.family}@{k}"
+
+    def settings_at(self, severity: float) -> dict[str, float]:
+        """Each axis's physical value at a severity (linear between rungs)."""
+        return {name: float(np.interp(severity, [0.0, *self.levels], [NOMINAL[name], *values]))
+                for name, values in self.axes}
+
+    def severity_of(self, name: str, value: float) -> float:
+        """The severity at which axis ``name`` reaches ``value`` (beyond the top rung the last
+        step is extended; the nominal value is 0)."""
+        levels = np.array([0.0, *self.levels])
+        values = np.array([NOMINAL[name], *dict(self.axes)[name]], float)
+        sign = 1.0 if values[-1] > values[0] else -1.0
+        x, v = sign * float(value), sign * values
+        if x <= v[0]:
+            return 0.0
+        if x > v[-1]:
+            return float(levels[-1] + (x - v[-1]) * (levels[-1] - levels[-2]) / (v[-1] - v[-2]))
+        return float(np.interp(x, v, levels))
+
+
+NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_noise": 0.0,
+           "friction_scale": 1.0, "mass_scale": 1.0}
+"""Each swept axis's value with no gap (crosssim.perturb.Perturbation's defaults)."""
+
+UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "raw units",
+         "friction_scale": "x", "mass_scale": "x"}
+
+LADDERS: dict[str, Ladder] = {
+    "actuation": Ladder("actuation", (0.5, 1, 2, 3, 4, 5),
+                        (("motor_strength", (0.95, 0.9, 0.8, 0.7, 0.6, 0.5)),
+                         ("motor_lag", (0.004, 0.008, 0.016, 0.024, 0.032, 0.040))),
+                        "actuation (motor strength 0.95 to 0.5, torque lag 4 to 40 ms)"),
+    "timing": Ladder("timing", (1, 2, 3, 4),
+                     (("action_latency", (1, 2, 3, 4)),
+                      ("obs_noise", (0.01, 0.02, 0.03, 0.04))),
+                     "timing and sensing (action latency 1 to 4 control steps, observation noise 0.01 to 0.04)"),
+    "contact": Ladder("contact", (0.5, 1, 2, 3, 4, 5),
+                      (("friction_scale", (0.93, 0.86, 0.72, 0.58, 0.44, 0.3)),
+                       ("mass_scale", (1.03, 1.06, 1.12, 1.18, 1.24, 1.3))),
+                      "contact and inertia (friction x 0.93 to 0.3, mass +3 to +30 %)"),
+}
+"""The default ladders (docs/risk.md gives the reasoning). Severity 1 is a typical gap on every
+axis; every rung is as harsh as the one below it on every axis, so the metric is expected to
+fall along the ladder. Latency is whole control steps (the harness delays whole actions), so
+timing has no half rung."""
+
+PASS_FRACTION = 0.9
+"""A rung passes when the metric keeps at least this share of nominal (docs/risk.md, alternatives)."""
+
+
+def sweep_conditions(ladders: dict[str, Ladder] = LADDERS) -> tuple[tuple[str, dict], ...]:
+    """Every rung condition a sweep may visit, as (name, Perturbation fields), family by family."""
+    return tuple((lad.condition(k), lad.fields(k)) for lad in ladders.values() for k in range(1, lad.rungs + 1))
+
+
+def retained(nominal: np.ndarray, rung: np.ndarray) -> float:
+    """Share of the nominal metric kept at a rung (paired episodes: the same seeds in both):
+    1 - (mean nominal - mean rung) / |mean nominal|; NaN without data."""
+    nominal, rung = np.asarray(nominal, float), np.asarray(rung, float)
+    ok = np.isfinite(nominal) & np.isfinite(rung)
+    if not ok.any():
+        return float("nan")
+    base = float(nominal[ok].mean())
+    return 1.0 - (base - float(rung[ok].mean())) / max(abs(base), 1e-9)
+
+
+def bisect_rungs(rungs: int, passes: Callable[[int], bool | None]) -> list[tuple[int, bool]]:
+    """Bisection for the last passing rung, assuming the metric falls along the ladder.
+
+    ``passes(k)`` says whether rung k keeps the metric within the pass fraction (None: no data,
+    the search stops). Returns the visited (rung, passed) pairs in visiting order: every visited
+    rung below the final bracket passed, every one above failed, so the margin lies between the
+    highest pass and the lowest fail. Costs ceil(log2(K + 1)) rungs at most.
+    """
+    lo, hi = 0, rungs + 1  # rung 0 passes by definition; K + 1 stands for "beyond the ladder"
+    visited = []
+    while hi - lo > 1:
+        k = (lo + hi) // 2
+        ok = passes(k)
+        if ok is None:
+            break
+        visited.append((k, bool(ok)))
+        lo, hi = (k, hi) if ok else (lo, k)
+    return visited
+
+
+def margin_from_curve(points, fraction: float = PASS_FRACTION, top: int | None = None) -> tuple[float, bool]:
+    """Tolerance margin [rungs] from visited (severity, retained) points: the first crossing of
+    ``fraction`` walking up from nominal, interpolated linearly between the last point above it
+    and the first below. Returns (margin, censored): censored when no visited point fails, the
+    margin then being the highest severity visited (a lower bound; the ladder's ``top``
+    reached means the policy tolerates the whole ladder)."""
+    prev_s, prev_r = 0.0, 1.0
+    for s, r in sorted(points):
+        if not np.isfinite(r):
+            continue
+        if r < fraction:
+            span = prev_r - r
+            return float(prev_s + (s - prev_s) * ((prev_r - fraction) / span if span > 0 else 0.0)), False
+        prev_s, prev_r = float(s), float(r)
+    return prev_s, True
+
+
+def curve_at(points, severity: float) -> float:
+    """The retained share at ``severity``, linear between visited points (and (0, 1)); flat
+    beyond the last visited point."""
+    pts = sorted((float(s), float(r)) for s, r in points if np.isfinite(r))
+    xs = [0.0, *(s for s, _ in pts)]
+    ys = [1.0, *(r for _, r in pts)]
+    return float(np.interp(severity, xs, ys))
+
+
+def rung_passes(nominal, rung, fraction: float = PASS_FRACTION) -> bool:
+    """Whether a rung keeps at least ``fraction`` of the nominal metric (paired episodes)."""
+    r = retained(nominal, rung)
+    return bool(np.isfinite(r) and r >= fraction)
+
+
+def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION) -> list[tuple[int, bool]]:
+    """The bisection of one family in one engine, wherever its rows come from.
+
+    ``rungs``: (condition, Perturbation fields) of rungs 1..K; ``rows_of(condition, fields)``:
+    the rows of the sweep episodes under a condition (None for a missing one; the engine worker
+    runs what it lacks, the parent only reads); ``metric(rows)``: per-row metric values.
+    Returns the visited (rung, passed) pairs (``bisect_rungs``)."""
+    base = rows_of("nominal", {})
+    if not base or any(r is None for r in base):
+        return []
+    nominal = metric(base)
+
+    def passes(k: int):
+        condition, fields = rungs[k - 1]
+        rows = rows_of(condition, fields)
+        if not rows or any(r is None for r in rows):
+            return None
+        return rung_passes(nominal, metric(rows), fraction)
+
+    return bisect_rungs(len(rungs), passes)
