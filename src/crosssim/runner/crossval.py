@@ -324,9 +324,15 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
     """Rows from the cache where known, the rest from the executor; engine failures become rows."""
     config, name = plan.config, plan.card.name
     got = Collected(rows={e: [] for e in config.engines})
-                         self.conditions, skip, c.batch, log=str(self.out / "logs" / f"{slug(engine)}.log"),
-                         sweeps=self.sweeps, sweep_episodes=self.sweep_episodes, metric=self.metric,
-                         fraction=c.pass_fraction, known=known)
+    jobs, cached_rungs = _from_cache(plan, got)
+    if progress:  # each engine's count starts at its cached rows; a cold Warp cache is said before the wait
+        for job in jobs:
+            total = len(job.units()) + len(job.skip) + _sweep_units(job)
+            if job.skip:
+                progress(job.profile, len(job.skip), total, {"failure": None, "cached": True})
+            status = _startup_status(job.profile)
+            if status and (job.units() or job.sweeps):
+                progress(job.profile, len(job.skip), total, {"failure": None, "status": status})
 
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile
