@@ -292,10 +292,11 @@ def _keep_visited(plan: CrossvalPlan, got: Collected, cached_rungs: dict[str, li
 
 
 def _row_payload(row) -> dict:
-    """An EpisodeRow back in the worker payload shape the task metrics read."""
-    return {"engine": row.engine, "condition": row.condition, "episode": row.episode, "seed": row.seed,
-            "ret": row.ret, "length": row.length, "terminated": row.terminated, "failure": row.failure,
-            "x_velocity": row.x_velocity, "metrics": dict(row.metrics)}
+    """An EpisodeRow back in the worker payload shape the task metrics read (its field names are
+    the payload's keys)."""
+    import dataclasses
+
+    return dataclasses.asdict(row)
 
 
 def _sweep_units(job: EngineJob) -> int:
