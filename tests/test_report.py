@@ -105,9 +105,6 @@ def test_report_in_chromium(run_dir):
             assert "[" in page.locator("#engine-table tr[data-engine=mujoco] td").nth(1).inner_text()
             # What the verdict means, with its thresholds.
             assert "90 %" in page.locator("#thresholds").inner_text()  # the sweeps' pass fraction
-            # Margins per gap family and the dose-response curves.
-            assert page.locator("#risk-table tr").count() == 1 + 3
-            assert page.locator("#dose-response").count() == 1
             # Filmstrips: the same instants in every engine, each frame captioned with its time.
             times = [[c.inner_text() for c in e.locator("figcaption").all()] for e in engines.all()]
             assert times[0] == times[1] and times[0][0] == "t = 0.00 s" and len(times[0]) == 6

@@ -154,6 +154,10 @@ def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
                                                                  for c in map(lad.condition, (1, 2))}
     again = runs[1].summary.risk
     assert {n: c.margin for n, c in again.components.items()} == {n: c.margin for n, c in risk.components.items()}
+    from crosssim.report import write_report
+
+    html = write_report(tmp_path / "run0", filmstrips=False).read_text()
+    assert 'id="dose-response"' in html and html.count("<tr><td>") >= 3 and "expected gap" in html
 
 
 @pytest.mark.skipif(not (DR.exists() and NODR.exists()), reason="example DR/no-DR policies not present")
