@@ -24,7 +24,7 @@ def test_pipe_lines_are_periodic_and_never_pass_the_total():
         progress("mujoco", 15, 6, {"failure": None})  # a caller that over-counts still shows 6/6
         progress("pybullet", 1, 6, {"failure": "pybullet: engine worker killed by signal SIGSEGV " + "x" * 150})
     lines = stream.getvalue().splitlines()
-    assert lines[0] == "  mujoco: 4/6 episodes (67 %)"
+    assert lines[0] == "  mujoco: 4/6 episodes (67 %) (4 reused from the cache)"
     assert lines[1].startswith("  mujoco: 6/6 episodes (100 %), done in ")
     assert not any("15/6" in line or "5/6" in line for line in lines)
     failed = next(line for line in lines if "episode failed" in line)
@@ -80,4 +80,5 @@ def test_engine_noise_goes_to_the_worker_log(tmp_path, good_policy):
     assert proc.returncode == 0, proc.stderr
     assert "build time" not in proc.stderr + proc.stdout
     assert "pybullet build time" in (out / "logs" / "pybullet.log").read_text()
+    assert not (out / "logs" / "mujoco.log").exists()  # a quiet engine leaves no log
     assert "pybullet: 1/1 episodes (100 %), done in" in proc.stderr  # a pipe: plain lines

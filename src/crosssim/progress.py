@@ -108,6 +108,8 @@ class RunProgress:
             return
         if status:
             self.say(f"  {engine}: {status}")
+        elif row.get("cached"):
+            self._line(engine, e, now, f"{done} reused from the cache")
         elif done >= total or now - e.printed >= self.interval or e.printed == 0.0:
             self._line(engine, e, now)
 

@@ -310,6 +310,36 @@ def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_
         _run_jobs(jobs, workers=workers, episode_timeout=episode_timeout, on_message=on_message, inline=inline)
 
 
+def _temp_log(job: EngineJob) -> tuple[EngineJob, str | None]:
+    """The job with its output going to a temporary file first (kept only when the worker said
+    something: a quiet engine or a full disk leaves nothing in the run folder); (job, final path)."""
+    if not job.log:
+        return job, None
+    import tempfile
+
+    fd, temp = tempfile.mkstemp(prefix=f"crosssim-{os.path.basename(job.log)}-")
+    os.close(fd)
+    return dataclasses.replace(job, log=temp), job.log
+
+
+def _keep_log(temp: str | None, final: str | None) -> str | None:
+    """Move a worker's output to ``final`` when there is any; returns where it now is (None: nothing kept)."""
+    if not temp or not final:
+        return None
+    import shutil
+
+    try:
+        if os.path.getsize(temp) == 0:
+            os.unlink(temp)
+            return None
+        os.makedirs(os.path.dirname(final) or ".", exist_ok=True)
+        shutil.copyfile(temp, final)
+        os.unlink(temp)
+        return final
+    except OSError:  # a full disk costs the log (left in the temporary folder), never the results
+        return temp if os.path.exists(temp) else None
+
+
 def _run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool) -> None:
     if inline:
         for job in jobs:
@@ -318,43 +348,54 @@ def _run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on
     ctx = mp.get_context("spawn")
     pending = list(jobs)
     heard: set[str] = set()
-    running: list[tuple[EngineJob, mp.Process, object, float]] = []
-    while pending or running:
-        while pending and len(running) < max(1, workers):
-            job = pending.pop(0)
-            python = _profile_python(job.profile)
-            if python:
-                proc = q = StdioWorker(python, job)
-            else:
-                q = ctx.Queue()
-                proc = ctx.Process(target=_worker_main, args=(job, q), daemon=True, name=f"crosssim-{job.profile}")
-                proc.start()
-            running.append((job, proc, q, time.monotonic()))
-        still = []
-        for job, proc, q, last in running:
-            finished, got = _drain(q, job, on_message, 0.05)
-            if got:
-                last = time.monotonic()
-                heard.add(job.profile)
-            if finished:
-                proc.join(timeout=10)
-                if proc.is_alive():
+    running: list[tuple[EngineJob, mp.Process, object, float, str | None]] = []
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, workers):
+                job, final = _temp_log(pending.pop(0))
+                python = _profile_python(job.profile)
+                if python:
+                    proc = q = StdioWorker(python, job)
+                else:
+                    q = ctx.Queue()
+                    proc = ctx.Process(target=_worker_main, args=(job, q), daemon=True, name=f"crosssim-{job.profile}")
+                    proc.start()
+                running.append((job, proc, q, time.monotonic(), final))
+            still = []
+            for job, proc, q, last, final in running:
+                finished, got = _drain(q, job, on_message, 0.05)
+                if got:
+                    last = time.monotonic()
+                    heard.add(job.profile)
+                if finished:
+                    proc.join(timeout=10)
+                    if proc.is_alive():
+                        proc.kill()
+                    _keep_log(job.log, final)
+                    continue
+                if not proc.is_alive():
+                    # Drain what it sent before dying, then report the death.
+                    if not _drain(q, job, on_message, 0.2)[0]:
+                        kept = _keep_log(job.log, final)
+                        where = f" (its output: {kept})" if kept else ""
+                        on_message(job, "lost", f"{job.profile}: engine worker {_describe_exit(proc.exitcode)}{where}")
+                    else:
+                        _keep_log(job.log, final)
+                    continue
+                # Until its first message a worker is importing and loading: allow more time then.
+                started = job.profile in heard
+                limit = episode_timeout if started else max(episode_timeout, STARTUP_TIMEOUT)
+                if time.monotonic() - last > limit:
                     proc.kill()
-                continue
-            if not proc.is_alive():
-                # Drain what it sent before dying, then report the death.
-                if not _drain(q, job, on_message, 0.2)[0]:
-                    where = f" (its output: {job.log})" if job.log else ""
-                    on_message(job, "lost", f"{job.profile}: engine worker {_describe_exit(proc.exitcode)}{where}")
-                continue
-            # Until its first message a worker is importing and loading: allow more time then.
-            started = job.profile in heard
-            limit = episode_timeout if started else max(episode_timeout, STARTUP_TIMEOUT)
-            if time.monotonic() - last > limit:
-                proc.kill()
-                proc.join(timeout=10)
-                what = "no episode finished" if started else "the engine did not start"
-                on_message(job, "lost", f"{job.profile}: {what} within {limit:.0f} s (engine hung?); worker killed")
-                continue
-            still.append((job, proc, q, last))
-        running = still
+                    proc.join(timeout=10)
+                    kept = _keep_log(job.log, final)
+                    what = "no episode finished" if started else "the engine did not start"
+                    where = f"; its output: {kept}" if kept else ""
+                    on_message(job, "lost", f"{job.profile}: {what} within {limit:.0f} s (engine hung?); worker "
+                                            f"killed{where}")
+                    continue
+                still.append((job, proc, q, last, final))
+            running = still
+    finally:  # interrupted: what the workers said so far is kept too
+        for job, _proc, _q, _last, final in running:
+            _keep_log(job.log, final)
