@@ -67,7 +67,9 @@ class PyBulletModel:
     """Bullet snapshot of the world as built, restored at every reset: contact caches and solver
     warm starts never carry over from one episode to the next."""
     dt: float = 0.0
-    """Physics step [s] PyBullet was configured with."""
+    """Bullet step [s] PyBullet was configured with: the physics step over ``bullet_steps``."""
+    bullet_steps: int = 1
+    """Bullet steps per crosssim physics step (profile ``substep_dt``)."""
     loaded: weakref.ref | None = None
     """The PyBulletState whose values are in the server now (weak: a state the caller dropped
     need not be saved when another one is loaded)."""
@@ -107,7 +109,7 @@ class EnginePyBullet(EngineBase):
     # checks it), but each switch costs a save and a restore, so episodes do not run in lockstep.
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=False)
 
-    settings_keys = frozenset({"substeps", "solver_iterations", "armature"})
+    settings_keys = frozenset({"substeps", "substep_dt", "solver_iterations", "armature"})
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PyBulletModel:
         c = compiled_canonical(compiled)
@@ -127,8 +129,16 @@ class EnginePyBullet(EngineBase):
         s = profile.settings
         pb = dict(physicsClientId=client)
         pybullet.setGravity(*c.gravity, **pb)
+        # Each physics step is split into Bullet steps no longer than substep_dt (0 or None: not
+        # split). Semi-implicit Euler with explicit damping and the armature emulation's one-step
+        # lag is too coarse at gymnasium's 10 ms (HalfCheetah, Ant); see docs/engines.md.
+        substep_dt = s.get("substep_dt", 0.002)
+        if substep_dt is not None and (not isinstance(substep_dt, (int, float)) or substep_dt < 0):
+            raise EngineFailure(f"pybullet profile: substep_dt must be a step in seconds (or 0), not {substep_dt!r}")
+        timestep = float(m.opt.timestep)
+        bullet_steps = max(1, int(np.ceil(timestep / substep_dt - 1e-9))) if substep_dt else 1
         pybullet.setPhysicsEngineParameter(
-            fixedTimeStep=float(m.opt.timestep),
+            fixedTimeStep=timestep / bullet_steps,
             numSubSteps=int(s.get("substeps", 0)),
             numSolverIterations=int(s.get("solver_iterations", 50)),
             deterministicOverlappingPairs=1,
@@ -259,6 +269,7 @@ class EnginePyBullet(EngineBase):
         )
         model.snapshot = pybullet.saveState(**pb)
         model.dt = float(pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"])
+        model.bullet_steps = bullet_steps
         return model
 
     # -- contract ---------------------------------------------------------------------------
@@ -345,7 +356,7 @@ class EnginePyBullet(EngineBase):
         state.torques = torques.copy()
         emulate = model.armature == "emulate" and model.joint_armature.any()
         q, qd = self._joint_arrays(model)
-        for _ in range(n_substeps):
+        for _ in range(n_substeps * model.bullet_steps):
             tau = torques - model.damping * qd - c.joint_stiffness * (q - c.joint_springref)
             if emulate:
                 tau, M, h = self._armature_compensation(model, state, q, qd, tau)
@@ -476,7 +487,7 @@ class EnginePyBullet(EngineBase):
             "ignore": "PyBullet has no armature; ignored by this profile",
         }[model.armature]
         got = {
-            "timestep": pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"],
+            "timestep": pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"] * model.bullet_steps,
             "integrator": 0,  # Bullet's multibody integrator is semi-implicit Euler, always
             "body_mass": [d[0] for d in dyn],
             "body_inertia": [d[2] for d in dyn],
@@ -492,6 +503,8 @@ class EnginePyBullet(EngineBase):
         }
         notes = {
             "integrator": "Bullet integrates semi-implicit Euler only",
+            "timestep": (f"{model.bullet_steps} Bullet steps of {model.dt:.6g} s per physics step (substep_dt)"
+                         if model.bullet_steps > 1 else ""),
             "body_inertia": ("includes rotor inertia (armature) folded in about each hinge axis"
                              if model.armature == "inertia" else ""),
             "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly)",
