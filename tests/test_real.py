@@ -135,6 +135,7 @@ def test_contact_friction_on_a_contact_free_robot_is_reported_unidentifiable(arm
                     parse_params("friction,motor_strength"), max_evals=40)
     assert fit.sigma["friction"] == float("inf")
     assert any(f.startswith("friction: the logs do not depend on it") for f in fit.findings)
+    assert "friction_scale" not in fit.settings() and "motor_strength" in fit.settings()  # not written as if known
     assert fit.error_after < fit.error_before
 
 

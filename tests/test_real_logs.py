@@ -60,9 +60,16 @@ def test_resampling_interpolates_states_and_holds_actions(tmp_path):
     assert not problems and log.timing.resampled
     raw = log.as_logged
     np.testing.assert_allclose(raw.time, time)
-    # q is measured at the row's time: interpolated at the grid time 0.06 between rows 2 and 3
+    # states are measured at the row's time: interpolated at the grid time 0.06 between rows 2 and 3
     w = 0.005 / 0.025
-    np.testing.assert_allclose(log.q[3], raw.q[3] + (raw.q[2] - raw.q[3]) * w, atol=1e-12)
+    np.testing.assert_allclose(log.dq[3], raw.dq[3] + (raw.dq[2] - raw.dq[3]) * w, atol=1e-12)
+    # positions with their velocities (cubic Hermite): exact for a cubic in time
+    poly = lambda t: 2 * t**3 - t**2 + 0.5 * t  # noqa: E731
+    slope = lambda t: 6 * t**2 - 2 * t + 0.5  # noqa: E731
+    from crosssim.real.timing import hermite
+
+    got = hermite(time, poly(time)[:, None], slope(time)[:, None], np.array([0.03, 0.06, 0.07]))
+    np.testing.assert_allclose(got[:, 0], poly(np.array([0.03, 0.06, 0.07])), atol=1e-12)
     np.testing.assert_array_equal(log.action[3], raw.action[3])  # the control step's own action
 
 

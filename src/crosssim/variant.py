@@ -41,8 +41,15 @@ class ModelVariant:
     """Scale on every geom's sliding friction."""
     mass_scale: float = _axis(1.0, SCALE)
     """Scale on every body's mass and inertia."""
+    joint_damping: float | None = _axis(None, OVERRIDE)
+    """Viscous damping [N m s/rad or N s/m] set on every hinge and slide joint (None: the
+    scene's); absolute, for a model that has none to scale (calibrated from real logs)."""
+    joint_armature: float | None = _axis(None, OVERRIDE)
+    """Armature [kg m^2 or kg] set on every hinge and slide joint (None: the scene's)."""
+    joint_frictionloss: float | None = _axis(None, OVERRIDE)
+    """Dry friction [N m or N] set on every hinge and slide joint (None: the scene's)."""
     damping_scale: float = _axis(1.0, SCALE)
-    """Scale on every dof's viscous damping."""
+    """Scale on every dof's viscous damping (after ``joint_damping``)."""
     armature_scale: float = _axis(1.0, SCALE)
     """Scale on every dof's armature (rotor inertia)."""
     frictionloss_scale: float = _axis(1.0, SCALE)
@@ -154,7 +161,8 @@ _TEXT = {"actuator"}
 
 
 def _typed(key: str, value):
-    if value is None and key in ("timestep", "torque_limit", "actuator", "motor_free_speed"):
+    if value is None and key in ("timestep", "torque_limit", "actuator", "motor_free_speed", "joint_damping",
+                                 "joint_armature", "joint_frictionloss"):
         return None
     if key in _TEXT:
         if not isinstance(value, str) or not value:
@@ -207,6 +215,28 @@ def _friction(m, value: float) -> None:
 def _mass(m, value: float) -> None:
     m.body_mass[:] = m.body_mass * value
     m.body_inertia[:] = m.body_inertia * value
+
+
+def _joint_dofs(m):
+    """Dof addresses of the hinge and slide joints (not a floating base's or a ball's)."""
+    import numpy as np
+
+    return np.array([m.jnt_dofadr[j] for j in range(m.njnt) if int(m.jnt_type[j]) in (2, 3)], dtype=int)
+
+
+@model_axis("joint_damping")
+def _joint_damping(m, value: float) -> None:
+    m.dof_damping[_joint_dofs(m)] = value
+
+
+@model_axis("joint_armature")
+def _joint_armature(m, value: float) -> None:
+    m.dof_armature[_joint_dofs(m)] = value
+
+
+@model_axis("joint_frictionloss")
+def _joint_frictionloss(m, value: float) -> None:
+    m.dof_frictionloss[_joint_dofs(m)] = value
 
 
 @model_axis("damping_scale")

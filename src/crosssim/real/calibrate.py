@@ -43,19 +43,42 @@ PARAMS = {p.name: p for p in (
     Param("damping", "damping_scale", 0.1, 5.0, doc="joint viscous damping (scale)"),
     Param("armature", "armature_scale", 0.1, 5.0, doc="joint armature / rotor inertia (scale)"),
     Param("frictionloss", "frictionloss_scale", 0.0, 5.0, doc="joint dry friction (scale)"),
+    Param("joint_damping", "joint_damping", 0.0, 10.0, nominal=0.0, doc="joint viscous damping [N m s/rad]"),
+    Param("joint_armature", "joint_armature", 0.0, 0.5, nominal=0.0, doc="joint armature [kg m^2]"),
+    Param("joint_frictionloss", "joint_frictionloss", 0.0, 5.0, nominal=0.0, doc="joint dry friction [N m]"),
     Param("mass", "mass_scale", 0.5, 2.0, doc="every body's mass and inertia (scale)"),
     Param("motor_strength", "motor_strength", 0.3, 2.0, doc="torque per commanded torque"),
+    Param("torque_limit", "torque_limit", 0.2, 1.0, doc="torque clip, fraction of each actuator's maximum "
+                                                        "(gear x ctrl range, or the card's torque_limit)"),
     Param("motor_lag", "motor_lag", 0.0, 0.1, nominal=0.0, doc="first-order torque lag [s]"),
-    Param("latency", "action_latency", 0, 4, nominal=0, integer=True, doc="action delay [control steps]"),
+    Param("latency", "action_latency", 0, 4, nominal=0, integer=True,
+          doc="action delay [control steps], refined to physics steps (action_latency + action_delay)"),
 )}
+ABSOLUTE = {"damping": ("joint_damping", "joint_damping"), "armature": ("joint_armature", "joint_armature"),
+            "frictionloss": ("joint_frictionloss", "joint_frictionloss")}
+"""A scale of a joint parameter the model does not have (all zero) is a no-op: calibrate the
+absolute value instead (name on --params, CanonicalModel attribute)."""
 
 
-def parse_params(text: str) -> list[Param]:
+def parse_params(text: str, harness=None) -> list[Param]:
+    """The --params list; with ``harness``, ``damping`` / ``armature`` / ``frictionloss`` become
+    absolute values where the model's policy joints have none, and a torque limit needs one."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in PARAMS]
     if unknown or not names:
         raise CrossSimError(f"--params {text!r}: unknown {unknown or 'empty'}; choose from {', '.join(PARAMS)}")
-    return [PARAMS[n] for n in dict.fromkeys(names)]
+    out = []
+    for n in dict.fromkeys(names):
+        if harness is not None and n in ABSOLUTE:
+            values = getattr(harness.canonical, ABSOLUTE[n][1])[harness.joints]
+            if not np.any(values):
+                n = ABSOLUTE[n][0]
+        if harness is not None and n == "torque_limit" and not np.isfinite(harness.max_torque[harness.joints]).any():
+            raise CrossSimError("--params torque_limit: the card gives the policy's joints no torque limit "
+                                "(action.torque_limit, or the actuators' ranges) to take a fraction of; state the "
+                                "configured limit in the card")
+        out.append(PARAMS[n])
+    return list(dict.fromkeys(out))
 
 
 @dataclass
@@ -85,9 +108,29 @@ class Fit:
     evaluations: int = 0
     seconds: float = 0.0
 
+    extra: dict = field(default_factory=dict)
+    """Per parameter, a note for the table (e.g. a torque limit's value in N m)."""
+    unidentified: set = field(default_factory=set)
+    """Parameters the logs do not pin down: kept at their start value in ``settings()``."""
+    delay: float | None = None
+    """Fitted action delay [control steps] at physics-step resolution (latency in ``params``)."""
+    delay_range: tuple[float, float] | None = None
+    """Delays the logs cannot tell from the fitted one (paired test over segments, 2 SE)."""
+
     def settings(self) -> dict:
+        """The profile's settings: the base's, with every identified parameter's fit."""
         out = flat_settings(self.base)
         for p in self.params:
+            if p.name in self.unidentified:
+                continue
+            if p.integer and self.delay is not None:
+                whole = int(np.floor(self.delay + 1e-9))
+                out[p.setting] = whole
+                if self.delay - whole > 1e-9:
+                    out["action_delay"] = float(f"{self.delay - whole:.6g}")
+                else:
+                    out.pop("action_delay", None)
+                continue
             out[p.setting] = int(self.fitted[p.name]) if p.integer else float(f"{self.fitted[p.name]:.6g}")
         return out
 
@@ -138,6 +181,10 @@ for floating-base robots, lsq otherwise."""
 DIFF_STEP = 1e-2
 """Finite-difference step, as a fraction of each parameter's range (1e-3 gave the same fits on
 the contact-free arm; contact-rich objectives are rugged below 1e-2)."""
+KINKED = ("torque_limit",)
+"""Parameters whose effect starts at a threshold (a torque clip acts only once the torques reach
+it): their slope is zero from a start above the threshold, so a grid picks the start."""
+KINK_GRID = 9
 DE_POPULATION = 8
 """Differential evolution: candidates per generation, per parameter."""
 
@@ -185,12 +232,18 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
     lo, hi = np.array([p.low for p in cont]), np.array([p.high for p in cont])
     span = hi - lo
 
-    def settings_of(u: np.ndarray, latency: int | None) -> dict:
+    def settings_of(u: np.ndarray, latency: float | None) -> dict:
+        """Settings for unit-box point ``u`` and a delay [control steps]: whole steps as
+        action_latency, the fraction as action_delay (resolved to physics steps)."""
         s = dict(base_settings)
         for p, x in zip(cont, lo + span * u):
             s[p.setting] = float(x)
         if lat is not None:
-            s[lat.setting] = int(latency)
+            whole = int(np.floor(latency + 1e-9))
+            s[lat.setting] = whole
+            s.pop("action_delay", None)
+            if latency - whole > 1e-9:
+                s["action_delay"] = float(latency - whole)
         return s
 
     def fun(u, latency, o):
@@ -228,6 +281,11 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
     if lat:  # every latency once, on short horizons where it stands out most
         costs = scan(coarse, u)
         latency = min(costs, key=costs.get)
+    kinks = [k for k, p in enumerate(cont) if p.name in KINKED]
+    for k in kinks:  # flat on one side of its kink: start from the best of a grid, not from the flat side
+        grid = np.linspace(0.0, 1.0, KINK_GRID)
+        trial = [np.where(np.arange(len(u)) == k, g, u) for g in grid]
+        u = trial[int(np.argmin([coarse.rms(settings_of(v, latency)) for v in trial]))]
     for o in ((coarse, obj) if method == "lsq" else (obj,)):
         u = fit(o, u, latency)
         if lat:  # the fitted continuous settings may prefer a neighbouring latency: check, refit once
@@ -236,40 +294,87 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
             if best != latency:
                 latency = best
                 u = fit(o, u, latency)
+    delay_range, fit_params, fit_lo, fit_hi = None, list(cont), lo, hi
+    v, settings_v = u, (lambda v: settings_of(v, latency))
+    if lat:  # the delay joins the continuous fit (to a fraction of a step), within a step of the whole-step best
+        dlo, dhi = max(float(lat.low), latency - 1.0), min(float(lat.high), latency + 1.0)
+        fit_params = cont + [Param(lat.name, lat.setting, dlo, dhi, doc=lat.doc)]
+        fit_lo, fit_hi = np.append(lo, dlo), np.append(hi, dhi)
+        settings_v = lambda v: settings_of(v[:-1], dlo + (dhi - dlo) * v[-1])  # noqa: E731
+        v = np.append(u, (latency - dlo) / (dhi - dlo))
+        v = _fit_vector(obj, v, settings_v, method, max_evals, progress)
+        u, latency = v[:-1], round(float(dlo + (dhi - dlo) * v[-1]), 4)
+        v[-1] = (latency - dlo) / (dhi - dlo)
     costs = scan(obj, u)
     final = settings_of(u, latency)
     r = obj.residuals(final)
     after = float(np.sqrt(np.mean(r**2)))
     fitted = {p.name: float(x) for p, x in zip(cont, lo + span * u)}
     if lat:
-        fitted[lat.name] = int(latency)
+        fitted[lat.name] = float(latency)
     groups = obj.groups
-    J = _jacobian(lambda v: obj.residuals(settings_of(v, latency)), u, r) if cont else None
-    sigma, corr, findings = _uncertainty(J, r, groups, cont, span, fitted, lo, hi)
+    J = _jacobian(lambda w: obj.residuals(settings_v(w)), v, r) if fit_params else None
+    sigma, corr, findings, unidentified = _uncertainty(J, r, groups, fit_params, fit_hi - fit_lo, fitted, fit_lo,
+                                                       fit_hi)
+    if lat:
+        sd = sigma.get(lat.name, float("nan"))
+        delay_range = (latency - 2 * sd, latency + 2 * sd) if np.isfinite(sd) else (float(lat.low), float(lat.high))
     if method == "global" and cont:
         notes.append("sigma comes from the local slope of a rugged (contact-rich) objective and understates the "
                      "uncertainty; compare fits on separate sets of logs")
     findings = notes + findings
     if lat:
-        sigma[lat.name] = 0.0
-        others = sorted((v, L) for L, v in costs.items() if L != latency)
-        if others:
-            ratio = others[0][0] / max(costs[latency], 1e-12)
-            findings.append(f"latency {latency} control steps: the next best ({others[0][1]}) gives {ratio:.2f}x the "
-                            "error" + (" - not identified, the logs cannot tell these latencies apart"
-                                       if ratio < 1.05 else ""))
+        low, high = delay_range
+        text = (f"latency {latency:.3g} control steps ({latency * dt * 1e3:.1f} ms), 2 sigma range {low:.3g} - "
+                f"{high:.3g} steps")
+        if lat.name in unidentified:
+            text += " - not identified: the profile keeps its latency"
+        findings.append(text)
     without = {}
     for p in params:
         s = dict(final)
-        s[p.setting] = int(start[p.name]) if p.integer else start[p.name]
+        if p.integer:
+            s[p.setting] = int(start[p.name])
+            s.pop("action_delay", None)
+            if base_settings.get("action_delay"):
+                s["action_delay"] = base_settings["action_delay"]
+        else:
+            s[p.setting] = start[p.name]
         without[p.name] = obj.rms(s)
-    return Fit(engine=base.engine, base=base, params=list(params), nominal={p.name: p.nominal for p in params},
+    extra = {}
+    if "torque_limit" in fitted:
+        peak = harness.max_torque[harness.joints]
+        peak = peak[np.isfinite(peak)]
+        if peak.size:
+            extra["torque_limit"] = (f"  (= {fitted['torque_limit'] * peak.min():.3g}"
+                                     + (f" - {fitted['torque_limit'] * peak.max():.3g}" if np.ptp(peak) else "")
+                                     + " N m)")
+    return Fit(engine=base.engine, base=base, params=list(params), extra=extra, nominal={p.name: p.nominal for p in params},
                fitted=fitted, sigma=sigma, correlation=corr, error_before=before, error_after=after,
                open_loop_before=open_before, open_loop_after=obj.open_loop(final), without=without,
                latency_error={int(k): float(v) for k, v in costs.items()}, findings=findings,
+               unidentified=unidentified, delay=float(latency) if lat else None, delay_range=delay_range,
                logs=[log.name for log in logs], method=method, segment_s=None if segment is None else segment * dt,
                horizon_s=horizon,
                evaluations=obj.evaluations + coarse.evaluations, seconds=time.monotonic() - t0)
+
+
+def _fit_vector(obj, v0: np.ndarray, settings_v, method: str, max_evals: int, progress) -> np.ndarray:
+    """Fit the unit-box vector ``v`` (settings from ``settings_v``) on objective ``obj``."""
+    from scipy.optimize import differential_evolution, least_squares
+
+    def fun(v):
+        if progress:
+            progress(obj.evaluations)
+        return obj.residuals(settings_v(v))
+
+    if method == "global":
+        gens = max(2, max_evals // (DE_POPULATION * len(v0)) - 1)
+        return differential_evolution(lambda v: float(np.sqrt(np.mean(fun(v) ** 2))), [(0.0, 1.0)] * len(v0),
+                                      popsize=DE_POPULATION, maxiter=gens, tol=1e-3, seed=0, polish=False,
+                                      init="sobol", x0=v0).x
+    return least_squares(fun, v0, bounds=(0.0, 1.0), diff_step=DIFF_STEP, x_scale=1.0,
+                         max_nfev=max(5, max_evals // (len(v0) + 1))).x
 
 
 def _jacobian(f, u: np.ndarray, r0: np.ndarray) -> np.ndarray:
@@ -286,10 +391,11 @@ def _jacobian(f, u: np.ndarray, r0: np.ndarray) -> np.ndarray:
 def _uncertainty(J, r, groups, cont, span, fitted, lo, hi):
     """Per-parameter sigma and correlations from the Jacobian at the fit, and what they imply."""
     findings: list[str] = []
+    unidentified: set[str] = set()
     sigma = {p.name: float("nan") for p in cont}
     corr = {p.name: {} for p in cont}
     if J is None:
-        return sigma, corr, findings
+        return sigma, corr, findings, unidentified
     J = J / span  # d residual / d parameter (physical units)
     n = J.shape[1]
     bread = np.linalg.pinv(J.T @ J)
@@ -308,10 +414,13 @@ def _uncertainty(J, r, groups, cont, span, fitted, lo, hi):
         x = fitted[p.name]
         if col[k] < 1e-6 * max(col.max(), 1e-12):
             sigma[p.name] = float("inf")
+            unidentified.add(p.name)
             findings.append(f"{p.name}: the logs do not depend on it at all (e.g. contact friction on a robot that "
-                            "never touches anything); its value is the starting one, not a measurement")
+                            "never touches anything); the profile keeps its starting value, not a measurement")
         elif sd[k] > 0.25 * (hi[k] - lo[k]) or sd[k] > 0.5 * max(abs(x), 0.05 * (hi[k] - lo[k])):
-            findings.append(f"{p.name}: not identified by these logs (±{sd[k]:.3g} around {x:.3g})")
+            unidentified.add(p.name)
+            findings.append(f"{p.name}: not identified by these logs (±{sd[k]:.3g} around {x:.3g}); the profile keeps "
+                            "its starting value")
         if min(x - lo[k], hi[k] - x) < 1e-3 * (hi[k] - lo[k]):
             findings.append(f"{p.name}: fitted at its bound {x:.3g}; the true value may lie beyond "
                             f"[{lo[k]:g}, {hi[k]:g}] or another parameter is compensating")
@@ -321,7 +430,7 @@ def _uncertainty(J, r, groups, cont, span, fitted, lo, hi):
             if abs(rho) > 0.9:
                 findings.append(f"{p.name} and {cont[j].name} are confounded (correlation {rho:+.2f}): the logs "
                                 "constrain a combination of the two better than either")
-    return sigma, corr, findings
+    return sigma, corr, findings, unidentified
 
 
 def format_fit(fit: Fit) -> str:
@@ -333,13 +442,16 @@ def format_fit(fit: Fit) -> str:
              f"  error: {fit.error_before:.4f} -> {fit.error_after:.4f} rad RMS "
              f"({fit.error_before / max(fit.error_after, 1e-12):.1f}x lower); replay without resets "
              f"{fit.open_loop_before:.4f} -> {fit.open_loop_after:.4f} rad",
-             f"  {'parameter':<16}{'setting':<20}{'start':>8}{'fitted':>10}{'±1 sigma':>11}{'error if left at start':>24}"]
+             f"  {'parameter':<20}{'setting':<20}{'start':>8}{'fitted':>10}{'±1 sigma':>11}{'error if left at start':>24}"
+             "  written"]
     for p in fit.params:
         start = flat_settings(fit.base).get(p.setting, p.nominal)
+        start = p.nominal if start is None else start
         sd = fit.sigma.get(p.name, float("nan"))
-        sd_text = "—" if p.integer else (f"{sd:.3g}" if np.isfinite(sd) else "n/a")
-        lines.append(f"  {p.name:<16}{p.setting:<20}{start:>8.3g}{fit.fitted[p.name]:>10.4g}{sd_text:>11}"
-                     f"{fit.without[p.name]:>24.4f}")
+        sd_text = f"{sd:.3g}" if np.isfinite(sd) else "n/a"
+        written = "no (not identified)" if p.name in fit.unidentified else "yes"
+        lines.append(f"  {p.name:<20}{p.setting:<20}{start:>8.3g}{fit.fitted[p.name]:>10.4g}{sd_text:>11}"
+                     f"{fit.without[p.name]:>24.4f}  {written}{fit.extra.get(p.name, '')}")
     if fit.latency_error:
         lines.append("  error by latency [control steps]: " +
                      ", ".join(f"{k}: {v:.4f}" for k, v in sorted(fit.latency_error.items())))
@@ -349,7 +461,7 @@ def format_fit(fit: Fit) -> str:
 
 def _sigma(fit: Fit, p: Param) -> float | None:
     sd = fit.sigma.get(p.name, float("nan"))
-    return None if p.integer or not np.isfinite(sd) else round(float(sd), 6)
+    return None if not np.isfinite(sd) else round(float(sd), 6)
 
 
 def write_profile(fit: Fit, path) -> "Path":
@@ -368,8 +480,10 @@ def write_profile(fit: Fit, path) -> "Path":
         "horizon_s": fit.horizon_s,
         "error_rad": {"before": round(fit.error_before, 6), "after": round(fit.error_after, 6)},
         "open_loop_error_rad": {"before": round(fit.open_loop_before, 6), "after": round(fit.open_loop_after, 6)},
-        "parameters": {p.name: {"setting": p.setting, "fitted": fit.fitted[p.name], "sigma": _sigma(fit, p)}
-                       for p in fit.params},
+        "parameters": {p.name: {"setting": p.setting, "fitted": fit.fitted[p.name], "sigma": _sigma(fit, p),
+                                "identified": p.name not in fit.unidentified,
+                                "written": p.name not in fit.unidentified} for p in fit.params},
+        "delay_steps": fit.delay, "delay_range_steps": list(fit.delay_range) if fit.delay_range else None,
         "findings": fit.findings,
     }
     head = (f"# Calibrated by `crosssim calibrate` against {len(fit.logs)} real logs (docs/real.md).\n"

@@ -134,9 +134,9 @@ def cmd_calibrate(args) -> int:
     from crosssim.real.logs import find_logs, read_log, read_logs
     from crosssim.text import slug
 
-    params = parse_params(args.params)
     first = read_log(find_logs(args.real)[0])
     harness = _harness_for([first], args.policy)
+    params = parse_params(args.params, harness)  # damping etc. absolute where the model has none
     logs = read_logs(args.real, harness)
     base = load_profile(args.engine)
     print(f"calibrating {', '.join(p.name for p in params)} of {base.name} on {len(logs)} logs "
@@ -210,8 +210,9 @@ class CalibrateConfig:
     real: str = option(help="Folder of real logs (docs/real.md).")
     engine: str = option("mujoco", parse=options.engine_name, help="Engine profile to start from and calibrate.")
     params: str = option("damping,armature,frictionloss,motor_strength,latency",
-                         help="Comma-separated: friction, damping, armature, frictionloss, mass, motor_strength, "
-                              "motor_lag, latency.")
+                         help="Comma-separated: friction, damping, armature, frictionloss (scales; absolute values where "
+                              "the model has none), joint_damping, joint_armature, joint_frictionloss (absolute), "
+                              "mass, motor_strength, torque_limit, motor_lag, latency (to the physics step).")
     policy: str | None = option(None, help="Policy card (default: the card the logs' sidecars name).")
     segment: float = option(0.5, parse=options.number(low=0.0),
                             help="Reset to the logged state every this many seconds (fixed-base robots, or base "

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import CrossSimError
-from crosssim.real.timing import Timing, check_timing, grid_times, interpolate, step_rows
+from crosssim.real.timing import Timing, check_timing, grid_times, hermite, interpolate, step_rows
 
 FORMAT, VERSION = "crosssim-log", 1
 DATA_SUFFIXES = (".parquet", ".csv")
@@ -389,9 +389,15 @@ def _on_grid(log: RealLog) -> RealLog:
                     q[k] = -q[k]
             q = interpolate(log.time, q, grid)
             out[name] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        elif name in SLOPES and getattr(log, SLOPES[name]) is not None:
+            out[name] = hermite(log.time, values, getattr(log, SLOPES[name]), grid)
         else:
             out[name] = interpolate(log.time, values, grid)
     return replace(log, rows=log, **out)
+
+
+SLOPES = {"q": "dq", "pos": "vel"}
+"""Groups interpolated with their logged time derivative (cubic Hermite) when resampling."""
 
 
 def check_against(log: RealLog, harness) -> list[str]:

@@ -55,7 +55,9 @@ class Artefacts:
     """What real deployments put in their logs, for the tests to recover (docs/real.md)."""
 
     jitter: float = 0.0
-    """Standard deviation of timestamp noise [s] (clipped at 0.3 control periods)."""
+    """Standard deviation of the sampling instants' noise [s] (clipped at 0.3 control periods):
+    each row's time and measured state are those of its jittered instant (the physics and the
+    actions stay on the control grid)."""
     late_row: int | None = None
     """One row whose timestamp is ``late_by`` seconds late (the loop ran late once)."""
     late_by: float = 0.0
@@ -71,6 +73,10 @@ class Artefacts:
     declare_delay: bool = False
     """Declare the profile's action latency (plus action_delay) in the sidecar, as a deployment
     that knows its pipeline would."""
+
+
+MEASURED = ("q", "dq", "tau", "quat", "gyro", "pos", "vel")
+"""Log groups read by sensors at the row's time (jittered timestamps move them; actions do not)."""
 
 
 def _term_slices(harness) -> dict[str, slice]:
@@ -191,6 +197,18 @@ def simulate_logs(card_path: str | Path, profile, out: str | Path, *, episodes: 
                 time = time + np.clip(rng.normal(0, artefacts.jitter, len(time)), -0.3 * dt, 0.3 * dt)
             if artefacts.late_row is not None and artefacts.late_row < len(time):
                 time[artefacts.late_row] += artefacts.late_by
+            grid = np.asarray(rows["time"])
+            if not np.array_equal(time, grid):  # sensors read at the jittered instants: states there
+                from crosssim.real.timing import hermite
+
+                moved = {}
+                for key in [k for k in rows if k.split(".")[0] in MEASURED]:
+                    group, name = key.split(".", 1)
+                    slope = {"q": "dq", "pos": "vel"}.get(group)
+                    values = np.asarray(rows[key])[:, None]
+                    moved[key] = (hermite(grid, values, np.asarray(rows[f"{slope}.{name}"])[:, None], time)[:, 0]
+                                  if slope and f"{slope}.{name}" in rows else np.interp(time, grid, values[:, 0]))
+                rows.update({k: list(v) for k, v in moved.items()})
             rows["time"] = list(time)
             path = out / f"{profile.name}-{i:03d}{suffix}"
             meta = {"robot": harness.scene.stem, "joints": names, "control_period": ep.control_dt,

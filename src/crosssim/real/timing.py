@@ -102,6 +102,18 @@ def interpolate(time: np.ndarray, values: np.ndarray, grid: np.ndarray) -> np.nd
     return np.stack([np.interp(grid, time, values[:, k]) for k in range(values.shape[1])], axis=1)
 
 
+def hermite(time: np.ndarray, values: np.ndarray, slopes: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """(T, n) positions with their (T, n) time derivatives (joint velocities), interpolated at
+    ``grid`` by cubic Hermite splines: at 50 Hz a joint accelerating at 100 rad/s^2 is off by
+    5 mm rad linearly, by far less with its measured velocities (held at the ends)."""
+    k = np.clip(np.searchsorted(time, grid, side="right") - 1, 0, len(time) - 2)
+    h = time[k + 1] - time[k]
+    s = np.clip((grid - time[k]) / h, 0.0, 1.0)[:, None]
+    h = h[:, None]
+    h00, h10, h01, h11 = 2 * s**3 - 3 * s**2 + 1, s**3 - 2 * s**2 + s, -2 * s**3 + 3 * s**2, s**3 - s**2
+    return h00 * values[k] + h10 * h * slopes[k] + h01 * values[k + 1] + h11 * h * slopes[k + 1]
+
+
 def step_rows(time: np.ndarray, grid: np.ndarray, period: float) -> np.ndarray:
     """Index of the control step running at each grid point: the latest row logged before the
     grid point's half period ends (a missed cycle repeats the previous row, as the motors held

@@ -58,10 +58,12 @@ class ControlStepper:
         delay = self.p.action_latency + self.p.action_delay
         self.delay_steps = int(math.floor(delay + 1e-9))
         """Whole control steps an action waits in the queue."""
-        self.delay_substeps = int(round((delay - self.delay_steps) * self.substeps))
-        """Physics steps of a control period the previous action still acts for (fractional delay)."""
-        if self.delay_substeps == self.substeps:
-            self.delay_steps, self.delay_substeps = self.delay_steps + 1, 0
+        self.delay_substeps = float((delay - self.delay_steps) * self.substeps)
+        """Physics steps (fractional) of a control period the previous action still acts for: whole
+        steps of it, then one step with the torque blended by the remaining fraction (the impulse of
+        a switch inside that step), so the delay acts continuously, not in physics-step jumps."""
+        if self.delay_substeps < 1e-9:
+            self.delay_substeps = 0.0
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
         self._actuator = build_actuator(self.p, harness)  # None: the card's ideal law
         self.observer = harness.observer()
@@ -141,9 +143,15 @@ class ControlStepper:
         law = act if self._actuator is None else self._actuator
         parts = [(act.target(action), self.substeps)]
         if self.delay_substeps:  # the previous action acts for the first part of the period
-            parts = [(act.target(self._held), self.delay_substeps), (parts[0][0], self.substeps - self.delay_substeps)]
+            held, now = act.target(self._held), parts[0][0]
+            whole = int(self.delay_substeps)
+            blend = self.delay_substeps - whole
+            parts = [(held, whole)] + ([(blend * held + (1.0 - blend) * now, 1)] if blend > 1e-9 else []) \
+                + [(now, self.substeps - whole - (1 if blend > 1e-9 else 0))]
             self._held = action
         for target, n in parts:
+            if n <= 0:
+                continue
             if act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
                 q, qd = engine.joint_state(model, self.state)
                 engine.step(model, self.state, self._chain(act.torques(target, q, qd)), n)
