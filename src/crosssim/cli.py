@@ -1,4 +1,4 @@
-"""Command line: ``crosssim crossval | audit | report | gate | changed-policies | train | engines | tasks``.
+"""Command line: ``crosssim crossval | audit | report | gate | changed-policies | train | engines | tasks | card import``.
 
 Each command's flags, defaults and help come from one typed config (a frozen dataclass, see
 crosssim.options). A bad value is one line and exit status 2; errors crosssim can explain
@@ -435,6 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     command("engines", cmd_engines, "list engines and whether they run here")
     command("tasks", cmd_tasks, "list tasks")
     add_real_commands(sub)  # logs validate | simulate, calibrate (crosssim.real.cli)
+    from crosssim.importers.cli import add_commands as add_card_commands
+
+    add_card_commands(sub)  # card import (crosssim.importers.cli)
     return p
 
 

@@ -47,6 +47,8 @@ class TermContext:
     """Observations built before this one since reset (0 at the first policy call)."""
     joint_sensors: dict = field(default_factory=dict)
     """'jointpos' / 'jointvel' -> the sensor name of each policy joint (terms with ``source: sensors``)."""
+    task_observation: "Callable | None" = None
+    """frame -> the task's own observation (gymnasium layout), set per call by the harness's Observer."""
 
 
 def _base_quat(frame: SimFrame, ctx: TermContext) -> np.ndarray:
@@ -179,8 +181,9 @@ class ObservationTerm:
     """A named observation term: ``fn(frame, ctx, **options) -> values``, and what a card needs to know."""
 
     fn: Callable[..., np.ndarray]
-    size: int | None | Callable[[dict], int]
-    """Values it produces; None: one per policy joint (card joint order); a function: of the options."""
+    size: int | None | str | Callable[[dict], int]
+    """Values it produces; None: one per policy joint (card joint order); "task": the task's own
+    observation size; a function: of the options."""
     options: frozenset[str] | Mapping[str, Option] = frozenset()
     """Extra card keys passed to ``fn`` as keywords: names (each a positive number, e.g. a period
     [s]) or a mapping name -> Option."""
@@ -194,11 +197,22 @@ class ObservationTerm:
     def __call__(self, frame: SimFrame, ctx: TermContext, **options) -> np.ndarray:
         return self.fn(frame, ctx, **options)
 
-    def count(self, joint_count: int, options: dict) -> int:
-        """Values produced for a robot with ``joint_count`` policy joints and these card options."""
+    def count(self, joint_count: int, options: dict, task_size: int = 0) -> int:
+        """Values produced for a robot with ``joint_count`` policy joints and these card options
+        (``task_size``: the task's own observation size, for a term of size "task")."""
         if self.size is None:
             return joint_count
+        if self.size == "task":
+            return task_size
         return self.size(options) if callable(self.size) else self.size
+
+
+def task_observation(frame, ctx, **_):
+    """The task's own observation (a gymnasium task's layout), so that terms such as ``time_feature``
+    can follow it as RL-Zoo's wrappers append theirs."""
+    if ctx.task_observation is None:
+        raise CardError("observation term 'task_observation' needs a task with its own observation")
+    return np.asarray(ctx.task_observation(frame), dtype=float)
 
 
 SENSOR_OPTIONS = {"offset": Option("vector")}
@@ -229,6 +243,7 @@ BUILTIN_TERMS: dict[str, ObservationTerm] = {
     "time_feature": ObservationTerm(time_feature, 1, {"max_steps": Option("count", 1000),
                                                       "test_mode": Option("bool", False)}),
     "base_height": ObservationTerm(base_height, 1),
+    "task_observation": ObservationTerm(task_observation, "task"),
 }
 """crosssim's own terms; plugins add theirs through the ``crosssim.observation_terms`` entry-point
 group, each entry naming an ObservationTerm (docs/extending.md)."""
@@ -390,13 +405,14 @@ class ObservationBuilder:
             return np.concatenate([np.concatenate(f) for f in frames])
         return np.concatenate([frames[h][k] for k in range(len(self.terms)) for h in range(len(frames))])
 
-    def size(self, joint_count: int, sensors: "object" = None) -> int:
-        """Length of the stacked observation, known without a frame."""
+    def size(self, joint_count: int, sensors: "object" = None, task_size: int = 0) -> int:
+        """Length of the stacked observation, known without a frame (``task_size``: the task's own
+        observation size, which ``task_observation`` gives)."""
         total = 0
         for spec, term in zip(self.terms, self._terms):
             if term is None:
                 s = sensors.types[spec.name[len("sensor:"):]][0]
                 total += int(sensors.m.sensor_dim[s])
             else:
-                total += term.count(joint_count, spec.options)
+                total += term.count(joint_count, spec.options, task_size)
         return self.history * total

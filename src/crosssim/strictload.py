@@ -101,11 +101,12 @@ def _read(path: Path, limit: int, what: str) -> bytes:
         raise CrossSimError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
-def load_yaml(path: Path, *, what: str = "card"):
-    """The YAML document in ``path``; CrossSimError (naming the file and line) for anything doubtful."""
+def load_yaml(path: Path, *, what: str = "card", loader: type = None):
+    """The YAML document in ``path``; CrossSimError (naming the file and line) for anything doubtful.
+    ``loader``: a StrictLoader subclass (one that builds a few more named tags), default StrictLoader."""
     data = _read(path, MAX_YAML_BYTES, what)
     try:
-        return yaml.load(data.decode("utf-8"), Loader=StrictLoader)
+        return yaml.load(data.decode("utf-8"), Loader=loader or StrictLoader)
     except UnicodeDecodeError as exc:
         raise CrossSimError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
     except _Problem as exc:

@@ -111,6 +111,8 @@ class Observer:
             return self.harness.task.observe(frame, task_state)
         if "command" in task_state:  # a task may draw a new command mid-episode
             self.ctx.command = np.asarray(task_state["command"], dtype=float)
+        task = self.harness.task
+        self.ctx.task_observation = lambda f: task.observe(f, task_state)
         return self.builder(frame, self.ctx)
 
     def acted(self, action: np.ndarray) -> None:
@@ -249,7 +251,10 @@ class Harness:
     def obs_size(self) -> int:
         card = self.card
         if card is not None and card.observation.terms:
-            return self.observer().builder.size(len(self.joints), self.sensors)
+            task_size = 0
+            if any(t.name == "task_observation" for t in card.observation.terms):
+                task_size = self.task.observation_size(self.canonical)
+            return self.observer().builder.size(len(self.joints), self.sensors, task_size)
         return self.task.observation_size(self.canonical)
 
     @property
