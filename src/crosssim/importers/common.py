@@ -5,9 +5,30 @@ from __future__ import annotations
 import math
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crosssim.errors import CardError
+
+
+@dataclass
+class Imported:
+    """A card mapping as an importer read it, before it is written."""
+
+    card: dict
+    """The card, as plain YAML data; paths are absolute until ``write_card`` makes them relative."""
+    source: Path
+    kind: str
+    """One of crosssim.importers.FORMATS."""
+    notes: list[str] = field(default_factory=list)
+    """What the source holds that the card does not carry, one line each."""
+    incomplete: bool = False
+    """True when a note means the card does not describe the policy's input or output fully
+    (the card is written for editing; the command exits 1)."""
+
+    def note(self, text: str, *, blocking: bool = False) -> None:
+        self.notes.append(text)
+        self.incomplete = self.incomplete or blocking
 
 
 def numbers(doc: dict, key: str, where: Path, size: int | None = None) -> list[float] | None:

@@ -14,8 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.errors import CardError, CrossSimError
-from crosssim.importers import Imported
-from crosssim.importers.common import compact
+from crosssim.importers.common import Imported, compact
 
 TERMS = {"base_lin_vel": "base_lin_vel", "base_ang_vel": "base_ang_vel", "projected_gravity": "projected_gravity",
          "generated_commands": "command", "velocity_commands": "command", "joint_pos_rel": "joint_pos_rel",

@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 from crosssim.errors import CardError, CrossSimError
-from crosssim.importers import Imported
+from crosssim.importers.common import Imported
 from crosssim.strictload import StrictLoader
 
 TIME_FEATURE = "TimeFeatureWrapper"

@@ -13,8 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from crosssim.errors import CardError, CrossSimError
-from crosssim.importers import Imported
-from crosssim.importers.common import compact, find_beside, number, numbers
+from crosssim.importers.common import Imported, compact, find_beside, number, numbers
 
 KNOWN = {"policy_path", "xml_path", "simulation_duration", "simulation_dt", "control_decimation", "kps", "kds",
          "default_angles", "ang_vel_scale", "dof_pos_scale", "dof_vel_scale", "action_scale", "cmd_scale",
