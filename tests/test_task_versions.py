@@ -153,3 +153,17 @@ def test_card_robot_replaces_the_task_scene_for_body_lookups(tmp_path, good_poli
         return stepper.observe(frame, ts)
 
     np.testing.assert_allclose(first_obs(robot="reacher.xml"), first_obs(), atol=1e-12)
+
+
+def test_tasks_command_lists_the_rest_when_one_task_cannot_be_built(capsys, monkeypatch):
+    from crosssim.cli import EXIT_OK, main
+    from crosssim.tasks import TASKS
+    from crosssim.tasks.gym_locomotion import Hopper
+
+    broken = type("Broken", (Hopper,), {"name": "Broken", "scene": "gymnasium:no_such.xml",
+                                        "versions": {"v5": "gymnasium:no_such.xml"}})
+    monkeypatch.setitem(TASKS.builtins, "Broken", broken)
+    assert main(["tasks"]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert any(ln.startswith("Broken ") and "cannot be listed: robot/scene file not found" in ln for ln in lines)
+    assert any(ln.startswith("Walker2d-v4 ") for ln in lines)
