@@ -63,7 +63,7 @@ def _figures(run, task, metric: str, engines: list[str], harness) -> dict:
         panels.append(("return", [nominal[nominal.engine == e]["return"].to_numpy() for e in engines]))
     figures = {"distributions": plots.distributions(panels, engines, f"Per episode, nominal condition: {label}"
                                                     + (" and return" if metric != "return" else ""))}
-    conditions = list(dict.fromkeys(rows.condition))
+    conditions = sorted(dict.fromkeys(rows.condition), key=tables.condition_order)
     if len(conditions) > 1:
         values = task.metric_values(rows, metric) if task is not None else rows["return"].to_numpy(float)
         means = plots.condition_means(rows, engines, conditions, np.asarray(values, float), seed=s.seed)

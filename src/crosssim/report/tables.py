@@ -18,6 +18,12 @@ METRIC_TEXT = {
 }
 
 
+def condition_order(name: str) -> tuple:
+    """Nominal first, then each gap family's rungs (``family@k``) by family and severity."""
+    family, _, rung = name.partition("@")
+    return (name != "nominal", family, int(rung) if rung.isdigit() else 0)
+
+
 def pct(x) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{100 * x:.0f} %"
 
@@ -152,7 +158,7 @@ def episode_tables(run, task, metric: str, period: float | None) -> dict[str, li
             speed=number(float(row.x_velocity)) if np.isfinite(row.x_velocity) else "—",
             duration=f"{row.length * period:.2f} s" if period else f"{row.length} steps",
             outcome=text, bad=bad))
-    return out
+    return dict(sorted(out.items(), key=lambda kv: condition_order(kv[0])))
 
 
 THRESHOLD_TEXT = {
@@ -224,8 +230,11 @@ def gate_view(pr: EngineTable, base: EngineTable, pr_summary, base_summary) -> d
     risk = []
     for side, s in (("base", base_summary), ("PR", pr_summary)):
         r = s.risk
+        agg = None if r is None else r.aggregate
+        headroom = getattr(agg, "headroom", None)
         risk.append((side, "—" if r is None else r.verdict.upper(),
-                     "—" if r is None or r.aggregate is None else pct(r.aggregate.drop)))
+                     "—" if headroom is None or not np.isfinite(headroom) else f"{headroom:.1f}x",
+                     "—" if agg is None else pct(agg.drop)))
     return {"lines": lines, "risk": risk, "base_policy": base_summary.policy, "base_sha": base_summary.policy_sha256,
             "pr_sha": pr_summary.policy_sha256}
 
