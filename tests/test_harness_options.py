@@ -497,3 +497,75 @@ def test_gymnasium_tasks_name_their_termination(tmp_path):
     result = run_episode(sim, h, policy, episode=0, seed=0)
     sim.close()
     assert result.terminated and result.termination_reason.startswith("unhealthy: torso ")
+
+
+# -- push disturbances (issue #16) -----------------------------------------------------------------
+
+def _stepped(path: Path, engine: str, steps: int, seed: int = 0):
+    from crosssim.runner.episode import Episode
+    from crosssim.runner.stepper import ControlStepper
+
+    h = Harness.from_card(load_card(path))
+    sim = open_engine(load_profile(engine), h.scene)
+    ep = Episode(ControlStepper(sim, h))
+    ep.start(seed)
+    frames = []
+    for _ in range(steps):
+        ep.observe()
+        ep.advance(np.zeros(8))
+        frames.append(ep.frame)
+    sim.close()
+    return frames
+
+
+@pytest.mark.parametrize("engine", ["mujoco", "pybullet"])
+def test_a_push_adds_its_velocity_to_the_base(tmp_path, engine):
+    """A push of exactly (1, -0.5, 0) m/s every 0.1 s: the frame after the push step differs from
+    the unpushed run's by that velocity (same state before it), and only from then on."""
+    pytest.importorskip(engine)
+    calm = _stepped(_card(tmp_path, "calm"), engine, 3)
+    pushes = {"interval": [0.1, 0.1], "velocity": {"x": [1, 1], "y": [-0.5, -0.5]}}
+    pushed = _stepped(_card(tmp_path, "pushed", task_options={"pushes": pushes}), engine, 3)
+    assert np.allclose(pushed[0].base_lin_vel, calm[0].base_lin_vel, atol=1e-12)  # t = 0.05: no push yet
+    assert pushed[1].time == pytest.approx(0.1)
+    assert pushed[1].qvel[:3] - calm[1].qvel[:3] == pytest.approx([1.0, -0.5, 0.0], abs=1e-6)
+    # MuJoCo's frame reads the base velocity from the last physics step's forward pass (one 0.01 s
+    # step behind qvel); after the push it is recomputed, hence the looser bound.
+    assert pushed[1].base_lin_vel - calm[1].base_lin_vel == pytest.approx([1.0, -0.5, 0.0], abs=1e-4)
+    assert not np.allclose(pushed[2].base_pos, calm[2].base_pos, atol=1e-3)
+
+
+def test_pushes_are_seeded(tmp_path):
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
+
+    opts = {"episode_seconds": 1, "pushes": {"interval": [0.2, 0.4], "velocity": {"x": [-1, 1], "y": [-1, 1]}},
+            "reset": {"joint_pos_noise": 0, "joint_vel_noise": 0, "yaw_range": [0, 0]}}
+    card = _card(tmp_path, task_options=opts)
+    frames = []
+    for out in ("a", "b"):
+        crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=3, out=str(tmp_path / out), risk=False,
+                                report=False, cache=False, trust_policy_code=True))
+        frames.append(pd.read_parquet(tmp_path / out / "results.parquet"))
+    cols = ["episode", "seed", "return", "length", "x_velocity"]
+    pd.testing.assert_frame_equal(frames[0][cols], frames[1][cols])
+    assert frames[0]["return"].nunique() == 3  # no reset variation: the pushes alone tell episodes apart
+
+
+def test_pushes_need_an_engine_and_a_base_that_take_them(tmp_path, monkeypatch):
+    from crosssim.engines.base import EngineCapabilities
+    from crosssim.engines.mujoco import EngineMuJoCo
+    from crosssim.errors import CrossSimError
+    from crosssim.runner.stepper import ControlStepper
+
+    path = _card(tmp_path, task_options={"pushes": {}})
+    h = Harness.from_card(load_card(path))
+    monkeypatch.setattr(EngineMuJoCo, "capabilities", EngineCapabilities(reset_into=True))
+    sim = open_engine(load_profile("mujoco"), h.scene)
+    with pytest.raises(CrossSimError, match=r"^mujoco: engine mujoco cannot apply pushes \(card task_options.pushes\)"):
+        ControlStepper(sim, h)
+    sim.close()
+    _one_line_error(_stilt_card(tmp_path, "planar", task_options={"pushes": {}}),
+                    "field 'task_options.pushes' needs a free-joint base")
+    _one_line_error(_card(tmp_path, "bad", task_options={"pushes": {"velocity": {"x": [1, 0]}}}),
+                    "field 'task_options.pushes.velocity.x' must be [low, high] with low <= high")

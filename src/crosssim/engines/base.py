@@ -97,6 +97,9 @@ class EngineCapabilities:
     ball_joints: bool = False
     """Builds a ball joint in the robot's base (CanonicalModel.ball_joints, e.g. three slides and
     a ball joint instead of a free joint); an engine without it is refused for such a robot."""
+    push: bool = False
+    """``push(model, state, velocity)`` adds a velocity to a free base (Locomotion's push
+    disturbances, card ``task_options.pushes``); a card with pushes is refused by an engine without."""
 
 
 @runtime_checkable
@@ -120,6 +123,10 @@ class Engine(Protocol):
     def reset_into(self, model: Any, state: Any, initial: InitialState) -> Any:
         """Reset ``state`` (from this model, caller done with it) in place; only where
         ``capabilities.reset_into``. Must equal ``reset(model, initial)`` exactly."""
+
+    def push(self, model: Any, state: Any, velocity: np.ndarray) -> None:
+        """Add ``velocity`` [m/s, world frame] to the free base's linear velocity at once (as Isaac
+        Lab's push_by_setting_velocity); only where ``capabilities.push``."""
 
     def step(self, model: Any, state: Any, torques: np.ndarray, n_substeps: int = 1) -> None:
         """Advance ``state`` (and only it) ``n_substeps`` physics steps holding ``torques`` (one per
@@ -152,6 +159,9 @@ class EngineBase:
 
     def reset_into(self, model: Any, state: Any, initial: InitialState) -> Any:
         raise NotImplementedError(f"{self.name}: reset_into is not declared in capabilities; call reset")
+
+    def push(self, model: Any, state: Any, velocity: np.ndarray) -> None:
+        raise NotImplementedError(f"{self.name}: push is not declared in capabilities")
 
 
 # name -> "module:Class". Built-in engines; third parties add theirs through the

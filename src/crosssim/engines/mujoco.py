@@ -34,7 +34,7 @@ class EngineMuJoCo(EngineBase):
 
     name = "mujoco"
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, native_derived=True, fluid=True,
-                                      ball_joints=True)
+                                      ball_joints=True, push=True)
     """Many MjData on one MjModel step independently; mj_resetData reuses one in place; mjData's
     body arrays are the derived quantities gymnasium reads; the model is MuJoCo's own, so a ball
     joint in the base is simply there."""
@@ -65,6 +65,12 @@ class EngineMuJoCo(EngineBase):
         state.qvel[:] = initial.qvel
         mujoco.mj_forward(model.mj, state)
         return state
+
+    def push(self, model: MuJoCoModel, state: mujoco.MjData, velocity: np.ndarray) -> None:
+        """The root body's free joint holds its origin's world linear velocity first: add to it."""
+        adr = int(model.mj.jnt_dofadr[model.mj.body_jntadr[1]])
+        state.qvel[adr:adr + 3] += velocity
+        mujoco.mj_forward(model.mj, state)  # frame() reads cvel
 
     def step(self, model: MuJoCoModel, state: mujoco.MjData, torques: np.ndarray, n_substeps: int = 1) -> None:
         state.qfrc_applied[model.qfrc_index] = torques

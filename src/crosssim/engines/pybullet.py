@@ -107,7 +107,7 @@ class EnginePyBullet(EngineBase):
     name = "pybullet"
     # Interleaved states are kept apart by restoring snapshots: correct (the contract suite
     # checks it), but each switch costs a save and a restore, so episodes do not run in lockstep.
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False)
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False, push=True)
 
     settings_keys = frozenset({"substeps", "substep_dt", "solver_iterations", "armature"})
 
@@ -347,6 +347,13 @@ class EnginePyBullet(EngineBase):
         pybullet.restoreState(stateId=state.snapshot, physicsClientId=model.client)
         self._drop_snapshot(model, state)
         model.loaded = weakref.ref(state)
+
+    def push(self, model: PyBulletModel, state: PyBulletState, velocity: np.ndarray) -> None:
+        """A uniform velocity added to the whole base moves its centre of mass by the same amount."""
+        self._load(model, state)
+        pb = dict(physicsClientId=model.client)
+        lin, ang = pybullet.getBaseVelocity(model.robot, **pb)
+        pybullet.resetBaseVelocity(model.robot, list(np.asarray(lin) + velocity), list(ang), **pb)
 
     def step(self, model: PyBulletModel, state: PyBulletState, torques: np.ndarray, n_substeps: int = 1) -> None:
         self._load(model, state)

@@ -62,7 +62,8 @@ class Episode:
             action = self.stepper.check_action(action, self.t)
         after = self.stepper.step(action)
         step = self.task.step(self.frame, after, action, self.task_state, self.stepper.control_dt)
-        self.frame = after
+        push = self.task_state.pop("push", None)  # a push the task drew: after scoring, before the next observation
+        self.frame = after if push is None else self.stepper.push(push)
         self.t += 1
         return step
 

@@ -67,12 +67,22 @@ class ControlStepper:
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
         self._actuator = build_actuator(self.p, harness)  # None: the card's ideal law
         self.observer = harness.observer()
+        if getattr(harness.task, "pushes", None) is not None and not self.engine.capabilities.push:
+            raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
+                                "run it in mujoco or pybullet, or remove the pushes")
 
     @property
     def in_flight(self) -> int:
         """Actions still to reach the motors at any instant: one per whole step of delay, and one
         more (the one acting now) for a fractional delay."""
         return self.delay_steps + (1 if self.delay_substeps else 0)
+
+    def push(self, velocity: np.ndarray) -> SimFrame:
+        """Add ``velocity`` [m/s, world] to the base (a push the task drew); return the new frame."""
+        self.engine.push(self.model, self.state, np.asarray(velocity, dtype=float))
+        after = self.frame()
+        check_finite(after, self.name)
+        return after
 
     def queue_actions(self, actions) -> None:
         """Set the actions still in flight (oldest first, ``in_flight`` of them): a replay that

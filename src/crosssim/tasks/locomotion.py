@@ -17,7 +17,7 @@ import numpy as np
 from crosssim.errors import CardError, CrossSimError
 from crosssim.frame import InitialState, quat_to_matrix
 from crosssim.tasks.base import StepResult, Task
-from crosssim.tasks.locomotion_options import CommandRanges, FallRule, FootHeights, StartPose
+from crosssim.tasks.locomotion_options import CommandRanges, FallRule, FootHeights, Pushes, StartPose
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class Locomotion(Task):
     def __init__(self, *, command=(0.5, 0.0, 0.0), episode_seconds: float = 20.0, keyframe: str | None = None,
                  min_base_height: float | None = None, max_tilt: float | None = None, reset_noise: float | None = None,
                  reset: dict | None = None, tracking_sigma: float = 0.25, fall: dict | str | None = None,
-                 start_pose: dict | None = None, commands: dict | None = None):
+                 start_pose: dict | None = None, commands: dict | None = None, pushes: dict | None = None):
         cmd = np.asarray(command, dtype=float)
         if cmd.shape != (3,) or not np.isfinite(cmd).all():
             raise CardError(f"task_options.command must be [vx, vy, yaw_rate], got {command!r}")
@@ -100,6 +100,7 @@ class Locomotion(Task):
                                    min_base_height=min_base_height, max_tilt=max_tilt)
         self.start_pose = StartPose.parse(start_pose)
         self.commands = CommandRanges.parse(commands)
+        self.pushes = Pushes.parse(pushes)
         self.sigma = float(tracking_sigma)
         if reset_noise is not None and reset is not None:
             raise CardError("task_options: give either reset (joint_pos_noise, ...) or the older reset_noise, not both")
@@ -119,6 +120,9 @@ class Locomotion(Task):
         self._start_qpos = qpos if self.start_pose is None else self.start_pose.apply(c, qpos, joints)
         if self.fall.reference == "lowest_foot":
             self._feet = FootHeights(c.path, self.fall.feet)
+        if self.pushes is not None and not c.free_base:
+            raise CardError(f"field 'task_options.pushes' needs a free-joint base; {c.path.name}'s base moves on "
+                            "named joints")
 
     period_from_card = True
     metrics = ("tracking", "return", "survival")
@@ -165,12 +169,13 @@ class Locomotion(Task):
         return {"command": self.command.copy(), "min_height": level, "start_height": start}
 
     def start_episode(self, state, rng) -> None:
-        """Draw this episode's command (and when it is drawn again) from ``rng`` when the card
-        gives command ranges; nothing is drawn otherwise."""
-        if self.commands is None:
-            return
-        state["command"] = self.commands.draw(self.command, rng)
-        state["resample_at"] = self.commands.next_time(0.0, rng)
+        """Draw this episode's command (and when it is drawn again) and its first push time from
+        ``rng``, in that order, where the card asks for them; nothing is drawn otherwise."""
+        if self.commands is not None:
+            state["command"] = self.commands.draw(self.command, rng)
+            state["resample_at"] = self.commands.next_time(0.0, rng)
+        if self.pushes is not None:
+            state["push_at"] = self.pushes.next_time(0.0, rng)
         state["rng"] = rng
 
     def _height(self, frame) -> float:
@@ -219,9 +224,12 @@ class Locomotion(Task):
                  "tilt": tilt, "energy": energy, "body_vx": float(v_body[0])}
         if self.commands is not None:
             terms["command_speed"] = float(np.linalg.norm(cmd[:2]))
-            if after.time >= state["resample_at"]:  # the next step tracks a new command
+            if after.time + 1e-9 >= state["resample_at"]:  # the next step tracks a new command (1e-9: summed dt)
                 state["command"] = self.commands.draw(self.command, state["rng"])
                 state["resample_at"] = self.commands.next_time(after.time, state["rng"])
+        if self.pushes is not None and after.time + 1e-9 >= state["push_at"]:  # the episode loop applies it
+            state["push"] = self.pushes.draw(state["rng"])
+            state["push_at"] = self.pushes.next_time(after.time, state["rng"])
         return StepResult(float(reward), terms, reason is not None, reason)
 
     def _dofs(self, frame):

@@ -260,3 +260,36 @@ class CommandRanges:
     def next_time(self, now: float, rng: np.random.Generator) -> float:
         """When the command is drawn again [s] (inf: never)."""
         return math.inf if self.resampling_time is None else now + rng.uniform(*self.resampling_time)
+
+
+@dataclass(frozen=True)
+class Pushes:
+    """Push disturbances (card ``task_options.pushes``, as Isaac Lab's push_by_setting_velocity):
+    every ``interval`` [s] (uniform in its range, first one after reset) the free base's
+    linear velocity jumps by a vector drawn uniformly per world axis from ``velocity``."""
+
+    interval: tuple[float, float] = (10.0, 15.0)
+    velocity: tuple[tuple[float, float], ...] = ((-0.5, 0.5), (-0.5, 0.5), (0.0, 0.0))
+    """[m/s] ranges for x, y, z."""
+
+    @classmethod
+    def parse(cls, raw) -> "Pushes | None":
+        if raw is None:
+            return None
+        raw = _keys(raw, "task_options.pushes", ("interval", "velocity"))
+        out: dict = {}
+        if "interval" in raw:
+            out["interval"] = _range(raw["interval"], "task_options.pushes.interval")
+            if out["interval"][0] <= 0:
+                raise CardError("field 'task_options.pushes.interval' must be [low, high] seconds > 0")
+        if "velocity" in raw:
+            v = _keys(raw["velocity"], "task_options.pushes.velocity", ("x", "y", "z"))
+            out["velocity"] = tuple(_range(v[k], f"task_options.pushes.velocity.{k}") if k in v else (0.0, 0.0)
+                                    for k in ("x", "y", "z"))
+        return cls(**out)
+
+    def next_time(self, now: float, rng: np.random.Generator) -> float:
+        return now + rng.uniform(*self.interval)
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        return np.array([rng.uniform(lo, hi) for lo, hi in self.velocity])
