@@ -365,7 +365,7 @@ def test_three_slides_and_a_ball_joint_move_as_a_free_joint(tmp_path):
     runs = {}
     for base in ("free", "slide_ball"):
         start = ({"base_pos": [0, 0, 0.2], "base_quat": quat} if base == "free"
-                 else {"joints": {"z": 0.2}})
+                 else {"joints": {"z": 0.2}, "base_quat": quat})
         path = _stilt_card(tmp_path, base, task_options={"fall": "none", "start_pose": start,
                                                           "reset": {"yaw_range": [0, 0], "joint_pos_noise": 0,
                                                                     "joint_vel_noise": 0}})
@@ -373,7 +373,7 @@ def test_three_slides_and_a_ball_joint_move_as_a_free_joint(tmp_path):
         if base == "slide_ball":
             assert h.canonical.ball_joints == ("root_ball",) and list(h.canonical.joint_names) == ["x", "y", "z", "hip"]
             assert [h.canonical.joint_names[j] for j in h.joints] == ["hip"]
-            h.task._start_qpos[3:7] = quat  # the ball joint's quaternion (no start_pose key names it yet)
+            assert h.canonical.ball_qposadr == (3,)
         from crosssim.policies import load_policy
 
         card = load_card(path)

@@ -115,6 +115,8 @@ class CanonicalModel:
     ball_joints: tuple[str, ...] = ()
     """Ball joints of the root body (part of the base, as a free joint is; not in ``joint_names``).
     Engines that cannot build them declare so (EngineCapabilities.ball_joints)."""
+    ball_qposadr: tuple[int, ...] = ()
+    """qpos address of each ball joint's quaternion (w, x, y, z)."""
 
     @property
     def joint_count(self) -> int:
@@ -227,6 +229,7 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
         qpos0=m.qpos0.copy(),
         keyframes=keyframes,
         ball_joints=tuple(name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in balls),
+        ball_qposadr=tuple(int(m.jnt_qposadr[j]) for j in balls),
     )
 
 

@@ -155,8 +155,8 @@ class FootHeights:
 class StartPose:
     """Where each episode starts before the reset events vary it (card ``task_options.start_pose``):
     joint values in the policy's joint order (a list) or by joint name (a mapping), and for a free
-    base its height, position or orientation (w, x, y, z). Unset parts keep the keyframe's (or the
-    model's qpos0)."""
+    base its height, position or orientation (w, x, y, z; also a ball joint's in the base). Unset
+    parts keep the keyframe's (or the model's qpos0)."""
 
     joints: tuple | dict | None = None
     base_height: float | None = None
@@ -210,6 +210,10 @@ class StartPose:
             for name, value in self.joints.items():
                 qpos[c.joint_qposadr[c.joint_names.index(name)]] = value
         base = [k for k in ("base_height", "base_pos", "base_quat") if getattr(self, k) is not None]
+        if c.ball_joints and self.base_quat is not None:  # the base's orientation is its ball joint's
+            base.remove("base_quat")
+            adr = c.ball_qposadr[0]
+            qpos[adr:adr + 4] = self.base_quat
         if base and not c.free_base:
             raise CardError(f"field 'task_options.start_pose.{base[0]}' needs a free-joint base; {c.path.name}'s base "
                             "moves on named joints: set them in start_pose.joints by name")
@@ -217,7 +221,7 @@ class StartPose:
             qpos[2] = self.base_height
         if self.base_pos is not None:
             qpos[0:3] = self.base_pos
-        if self.base_quat is not None:
+        if self.base_quat is not None and c.free_base:
             qpos[3:7] = self.base_quat
         return qpos
 
