@@ -274,11 +274,12 @@ def test_command_ranges_are_seeded_and_resampled(tmp_path):
     a, ep = commands(1)
     b, _ = commands(1)
     c, _ = commands(2)
-    sim.close()
     assert np.array_equal(a, b) and not np.array_equal(a[0], c[0])
     assert (np.abs(a[:, 0]) <= 1).all() and ((a[:, 2] >= 0.2) & (a[:, 2] <= 0.3)).all() and (a[:, 1] == 0).all()
     assert len({tuple(x) for x in a}) >= 2  # drawn again every 0.1 s (two control periods)
-    assert np.array_equal(ep.stepper.observer.ctx.command, a[-1])  # the command term reads the new one
+    ep.observe()
+    assert np.array_equal(ep.stepper.observer.ctx.command, a[-1])  # the command term reads the newest one
+    sim.close()
 
 
 @pytest.mark.parametrize("commands,needle", [
