@@ -74,6 +74,8 @@ def test_calibration_recovers_hidden_parameters(calibrated):
         assert abs(got - want) <= TOLERANCE[name] * abs(want), (name, got, want)
         sigma = raw["calibration"]["parameters"][name]["sigma"]
         assert name == "latency" or 0 < sigma < 0.1 * abs(want), (name, sigma)
+        record = raw["calibration"]["parameters"][name]
+        assert record["identified"] and record["written"] and 0 < record["bootstrap_sd"] < 0.1, (name, record)
     before, after = raw["calibration"]["error_rad"]["before"], raw["calibration"]["error_rad"]["after"]
     assert before / after >= ERROR_CUT, (before, after)
     assert "error:" in stdout and "damping_scale" in stdout and "error by latency" in stdout

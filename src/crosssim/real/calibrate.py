@@ -110,6 +110,8 @@ class Fit:
 
     extra: dict = field(default_factory=dict)
     """Per parameter, a note for the table (e.g. a torque limit's value in N m)."""
+    bootstrap: dict = field(default_factory=dict)
+    """Per parameter, its standard deviation over resamples of the logs (3 logs or more)."""
     unidentified: set = field(default_factory=set)
     """Parameters the logs do not pin down: kept at their start value in ``settings()``."""
     delay: float | None = None
@@ -160,7 +162,9 @@ class Objective:
             groups.append(g + offset)
             offset += len(t.starts)
         self.groups = np.concatenate(groups)
-        return np.concatenate([residuals(log, t) for log, t in zip(self.logs, traces)])
+        parts = [residuals(log, t) for log, t in zip(self.logs, traces)]
+        self.log_ids = np.concatenate([np.full(len(p), i) for i, p in enumerate(parts)])
+        return np.concatenate(parts)
 
     def rms(self, settings: dict) -> float:
         return float(np.sqrt(np.mean(self.residuals(settings) ** 2)))
@@ -316,6 +320,17 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
     J = _jacobian(lambda w: obj.residuals(settings_v(w)), v, r) if fit_params else None
     sigma, corr, findings, unidentified = _uncertainty(J, r, groups, fit_params, fit_hi - fit_lo, fitted, fit_lo,
                                                        fit_hi)
+    boot = _bootstrap_logs(J, r, obj.log_ids, fit_params, fit_hi - fit_lo) if fit_params else {}
+    if boot:
+        findings.append("bootstrap over logs (" + f"{BOOTSTRAP} resamples of the {len(logs)} logs, one Gauss-Newton "
+                        "step each): sd " + ", ".join(f"{k} {v:.3g}" for k, v in boot.items()))
+        for p in fit_params:  # the logs disagree more than the segments within them suggest
+            sd_b, x = boot.get(p.name, 0.0), fitted[p.name]
+            if p.name not in unidentified and (sd_b > 0.25 * (p.high - p.low)
+                                               or sd_b > 0.5 * max(abs(x), 0.05 * (p.high - p.low))):
+                unidentified.add(p.name)
+                findings.append(f"{p.name}: the logs disagree (bootstrap sd {sd_b:.3g} around {x:.3g}); the profile "
+                                "keeps its starting value")
     if lat:
         sd = sigma.get(lat.name, float("nan"))
         delay_range = (latency - 2 * sd, latency + 2 * sd) if np.isfinite(sd) else (float(lat.low), float(lat.high))
@@ -349,7 +364,7 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
             extra["torque_limit"] = (f"  (= {fitted['torque_limit'] * peak.min():.3g}"
                                      + (f" - {fitted['torque_limit'] * peak.max():.3g}" if np.ptp(peak) else "")
                                      + " N m)")
-    return Fit(engine=base.engine, base=base, params=list(params), extra=extra, nominal={p.name: p.nominal for p in params},
+    return Fit(engine=base.engine, base=base, params=list(params), extra=extra, bootstrap=boot, nominal={p.name: p.nominal for p in params},
                fitted=fitted, sigma=sigma, correlation=corr, error_before=before, error_after=after,
                open_loop_before=open_before, open_loop_after=obj.open_loop(final), without=without,
                latency_error={int(k): float(v) for k, v in costs.items()}, findings=findings,
@@ -386,6 +401,31 @@ def _jacobian(f, u: np.ndarray, r0: np.ndarray) -> np.ndarray:
         v[k] += h
         J[:, k] = (f(v) - r0) / h
     return J
+
+
+BOOTSTRAP = 200
+"""Resamples of the logs for the bootstrap over logs."""
+
+
+def _bootstrap_logs(J, r, log_ids, params, span) -> dict[str, float]:
+    """Standard deviation of each parameter over resamples of whole logs (with replacement), each
+    estimate one Gauss-Newton step from the fit on the resampled logs' residuals and Jacobian (no
+    refit: the linearised bootstrap). Empty with fewer than 3 logs (too few to resample)."""
+    ids = np.unique(log_ids)
+    if len(ids) < 3:
+        return {}
+    Jp = J / span
+    rows = [np.flatnonzero(log_ids == i) for i in ids]
+    JtJ = [Jp[k].T @ Jp[k] for k in rows]
+    Jtr = [Jp[k].T @ r[k] for k in rows]
+    rng = np.random.default_rng(0)  # same logs, same numbers
+    steps = []
+    for _ in range(BOOTSTRAP):
+        pick = rng.integers(0, len(ids), len(ids))
+        A, b = sum(JtJ[i] for i in pick), sum(Jtr[i] for i in pick)
+        steps.append(-np.linalg.pinv(A) @ b)
+    sd = np.std(np.array(steps), axis=0, ddof=1)
+    return {p.name: float(v) for p, v in zip(params, sd)}
 
 
 def _uncertainty(J, r, groups, cont, span, fitted, lo, hi):
@@ -481,6 +521,8 @@ def write_profile(fit: Fit, path) -> "Path":
         "error_rad": {"before": round(fit.error_before, 6), "after": round(fit.error_after, 6)},
         "open_loop_error_rad": {"before": round(fit.open_loop_before, 6), "after": round(fit.open_loop_after, 6)},
         "parameters": {p.name: {"setting": p.setting, "fitted": fit.fitted[p.name], "sigma": _sigma(fit, p),
+                                "bootstrap_sd": (round(fit.bootstrap[p.name], 6) if p.name in fit.bootstrap
+                                                 else None),
                                 "identified": p.name not in fit.unidentified,
                                 "written": p.name not in fit.unidentified} for p in fit.params},
         "delay_steps": fit.delay, "delay_range_steps": list(fit.delay_range) if fit.delay_range else None,
