@@ -94,6 +94,11 @@ class EngineCapabilities:
     """``frame(..., derived=True)`` fills ``SimFrame.derived`` from the engine's own body arrays
     (MuJoCo), so gymnasium's tasks read exactly what gymnasium reads; other engines' frames leave
     it None and the task computes the same quantities from the joint state."""
+    native_pd: bool = False
+    """``native_pd_model(model, actuation)`` returns a copy of the model whose own actuators compute
+    the card's PD law inside the engine at every physics step (or None where they cannot do it
+    exactly), and ``step_targets(model, state, targets, n)`` steps it: the lockstep runner's path
+    without per-physics-step Python (crosssim.runner.batched)."""
     ball_joints: bool = False
     """Builds a ball joint in the robot's base (CanonicalModel.ball_joints, e.g. three slides and
     a ball joint instead of a free joint); an engine without it is refused for such a robot."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 
 import mujoco
 import numpy as np
@@ -26,6 +27,9 @@ class MuJoCoModel:
     profile: EngineProfile
     qfrc_index: np.ndarray
     """dof address of each canonical joint, where its torque goes."""
+    pd_actuators: np.ndarray | None = None
+    """Actuator per action component when the model's own actuators run the card's PD law
+    (``native_pd_model``); torques then come from ``qfrc_actuator``, not ``qfrc_applied``."""
 
 
 class EngineMuJoCo(EngineBase):
@@ -34,7 +38,7 @@ class EngineMuJoCo(EngineBase):
 
     name = "mujoco"
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, native_derived=True, fluid=True,
-                                      ball_joints=True, push=True)
+                                      ball_joints=True, push=True, native_pd=True)
     """Many MjData on one MjModel step independently; mj_resetData reuses one in place; mjData's
     body arrays are the derived quantities gymnasium reads; the model is MuJoCo's own, so a ball
     joint in the base is simply there."""
@@ -81,6 +85,53 @@ class EngineMuJoCo(EngineBase):
             raise EngineFailure(f"mujoco: diverged (NaN/inf acceleration; MuJoCo reset the state) at t = "
                                 f"{state.time:.3f} s")
 
+    def native_pd_model(self, model: MuJoCoModel, actuation) -> MuJoCoModel | None:
+        """A copy of ``model`` whose actuators compute ``kp (ctrl - q) - kd qd`` (clipped to the
+        card's torque limit) in C at every physics step, with ``ctrl`` = the PD target; None
+        unless that is the card's law exactly: pd mode, Euler integrator (the implicit ones would
+        differentiate the kd term), and one gear-1 joint actuator without dynamics on each
+        driven joint. The sums are ordered differently from crosssim's numpy PD: equal to the
+        last bits, not bit for bit."""
+        m = model.mj
+        if actuation.mode != "pd" or m.opt.integrator != int(mujoco.mjtIntegrator.mjINT_EULER):
+            return None
+        if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_ACTUATION):
+            return None
+        joint_of_dof = {int(m.jnt_dofadr[j]): j for j in range(m.njnt)
+                        if int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))}
+        ids = []
+        for dof in np.asarray(actuation.dof_index, dtype=int):
+            on = [a for a in range(m.nu) if int(m.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+                  and m.actuator_trnid[a, 0] == joint_of_dof.get(int(dof), -1)]
+            if len(on) != 1 or m.actuator_gear[on[0], 0] != 1.0 or m.actuator_dyntype[on[0]] != 0:
+                return None
+            ids.append(on[0])
+        pd = copy.copy(m)  # MjModel's copy is a deep copy: the shared model keeps its zero gains
+        ids = np.array(ids)
+        pd.actuator_gaintype[ids] = int(mujoco.mjtGain.mjGAIN_FIXED)
+        pd.actuator_biastype[ids] = int(mujoco.mjtBias.mjBIAS_AFFINE)
+        pd.actuator_gainprm[ids] = 0.0
+        pd.actuator_biasprm[ids] = 0.0
+        pd.actuator_gainprm[ids, 0] = actuation.kp
+        pd.actuator_biasprm[ids, 1] = -np.asarray(actuation.kp, dtype=float)
+        pd.actuator_biasprm[ids, 2] = -np.asarray(actuation.kd, dtype=float)
+        pd.actuator_ctrllimited[ids] = 0
+        if hasattr(pd, "actuator_actgravcomp"):  # MuJoCo >= 3.1: gravity compensation through the actuator
+            pd.actuator_actgravcomp[ids] = 0
+        limit = actuation.torque_limit
+        pd.actuator_forcelimited[ids] = 0 if limit is None else 1
+        if limit is not None:
+            pd.actuator_forcerange[ids] = np.stack([-limit, limit], axis=1)
+        return replace(model, mj=pd, pd_actuators=ids)
+
+    def step_targets(self, model: MuJoCoModel, state: mujoco.MjData, targets: np.ndarray, n_substeps: int) -> None:
+        """``n_substeps`` physics steps of a ``native_pd_model`` towards PD ``targets``, in one C call."""
+        state.ctrl[model.pd_actuators] = targets
+        mujoco.mj_step(model.mj, state, nstep=n_substeps)
+        if state.warning[BADQACC].number:
+            raise EngineFailure(f"mujoco: diverged (NaN/inf acceleration; MuJoCo reset the state) at t = "
+                                f"{state.time:.3f} s")
+
     def joint_state(self, model: MuJoCoModel, state: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         return state.qpos, state.qvel
 
@@ -101,7 +152,8 @@ class EngineMuJoCo(EngineBase):
             base_quat=state.xquat[1].copy(),
             base_lin_vel=vel[3:].copy(),
             base_ang_vel=vel[:3].copy(),
-            joint_torque=state.qfrc_applied[model.qfrc_index].copy(),
+            joint_torque=(state.qfrc_applied if model.pd_actuators is None else state.qfrc_actuator)[
+                model.qfrc_index].copy(),
             body_ext_wrench=wrench,
             derived={k: getattr(state, k).copy() for k in DERIVED} if derived else None,
         )

@@ -19,8 +19,10 @@ class Policy(Protocol):
     obs_size: int | None
     action_size: int | None
     batchable: bool = False
-    """True when act() on a batch equals act() row by row (no memory across calls): the runner
-    then steps many episodes in lockstep with one forward per step. Loaders subclass Policy to
+    """True when act() on a batch treats each row as its own episode: equal to act() row by row
+    for a memoryless policy; for a recurrent one (crosssim.policies.recurrent) each row keeps
+    its own memory across calls and reset() clears every row. The runner then steps many
+    episodes in lockstep with one forward per step. Loaders subclass Policy to
     inherit this False default and set it where it holds."""
 
     def reset(self) -> None: ...

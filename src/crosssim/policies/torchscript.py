@@ -6,7 +6,9 @@ checked against an allow-list of operators before ``torch.jit.load`` sees it
 
 Stateful policies (LSTMs that keep hidden state in buffers) are reset at each episode start
 through their ``reset_memory()``/``reset()`` method when they export one; otherwise their
-buffers are restored from a snapshot taken at load time.
+buffers are restored from a snapshot taken at load time. A single observation always runs the
+file itself; a batch of a stateful LSTM + MLP exporter runs its batched rebuild
+(crosssim.policies.recurrent), kept only when it reproduces the file step by step.
 """
 
 from __future__ import annotations
@@ -46,8 +48,18 @@ class TorchScriptPolicy(Policy):
         self.path = Path(path)
         self._snapshot = {k: v.clone() for k, v in self.module.state_dict().items()}
         self._reset = next((getattr(self.module, n) for n in ("reset_memory", "reset") if hasattr(self.module, n)), None)
-        # Buffers or a reset method mean memory across calls (an LSTM's hidden state): one episode at a time.
-        self.batchable = self._reset is None and not any(True for _ in self.module.buffers())
+        # Buffers or a reset method mean memory across calls (an LSTM's hidden state): one episode at
+        # a time, unless the weights rebuild into a batched module that matches the file.
+        stateless = self._reset is None and not any(True for _ in self.module.buffers())
+        self.batched = None
+        if not stateless and obs_size is not None:
+            from crosssim.policies.recurrent import rebuild_recurrent
+
+            try:
+                self.batched = rebuild_recurrent(self.module, obs_size, self._reset)
+            except Exception:  # a file this rebuild does not understand runs one episode at a time
+                self.batched = None
+        self.batchable = stateless or self.batched is not None
         self.obs_size, self.action_size = obs_size, None
         if obs_size is not None:
             try:
@@ -63,6 +75,8 @@ class TorchScriptPolicy(Policy):
     def reset(self) -> None:
         import torch
 
+        if self.batched is not None:
+            self.batched.reset()
         if self._reset is not None:
             self._reset()
         else:
@@ -76,6 +90,6 @@ class TorchScriptPolicy(Policy):
         x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
         single = x.ndim == 1
         with torch.no_grad():
-            y = self.module(x.unsqueeze(0) if single else x)
+            y = self.module(x.unsqueeze(0)) if single else (self.batched or self.module)(x)
         y = y.numpy().astype(float)
         return y[0] if single else y

@@ -41,11 +41,12 @@ def run_episodes_lockstep(sim: Simulator, harness: Harness, policy: Policy, slot
     actions come from (one policy forward for the whole batch) is this module's own.
     """
     episodes, accounts, alive = {}, {}, []
+    native = sim.engine.native_pd_model(sim.model, harness.actuation) if sim.engine.capabilities.native_pd else None
     for row, episode, seed in slots:
         account = EpisodeAccount(sim.name, episode, seed, record=episode == record_episode)
         accounts[row] = account
         try:
-            episodes[row] = Episode(ControlStepper(sim, harness))
+            episodes[row] = Episode(ControlStepper(sim, harness, native_pd=native))
             episodes[row].start(seed)
             alive.append(row)
         except Exception as exc:

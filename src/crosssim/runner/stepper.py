@@ -44,7 +44,10 @@ class ControlStepper:
     the compiled model (``sim.physics_dt``), so a profile timestep keeps the control period.
     """
 
-    def __init__(self, sim: Simulator, harness):
+    def __init__(self, sim: Simulator, harness, *, native_pd=None):
+        """``native_pd``: the engine's ``native_pd_model`` of ``sim.model`` (shared by a lockstep
+        batch), stepped instead of ``sim.model`` where the variant leaves the card's PD law as it
+        is (no actuator model, no motor perturbation): no Python per physics step."""
         self.sim, self.harness = sim, harness
         self.engine, self.model, self.name = sim.engine, sim.model, sim.name
         self.p = sim.variant.harness
@@ -66,6 +69,9 @@ class ControlStepper:
             self.delay_substeps = 0.0
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
         self._actuator = build_actuator(self.p, harness)  # None: the card's ideal law
+        self.native = native_pd is not None and self._chain.identity and self._actuator is None
+        if self.native:
+            self.model = native_pd
         self.observer = harness.observer()
         if getattr(harness.task, "pushes", None) is not None and not self.engine.capabilities.push:
             raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
@@ -162,7 +168,9 @@ class ControlStepper:
         for target, n in parts:
             if n <= 0:
                 continue
-            if act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
+            if self.native:
+                engine.step_targets(model, self.state, target, n)
+            elif act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
                 q, qd = engine.joint_state(model, self.state)
                 engine.step(model, self.state, self._chain(act.torques(target, q, qd)), n)
             else:
