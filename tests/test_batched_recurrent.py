@@ -82,3 +82,15 @@ def test_native_pd_only_where_it_is_the_card_law_exactly():
     hopper = Harness.for_task("Hopper")  # motors, not PD
     hsim = open_engine(load_profile("mujoco"), hopper.scene)
     assert hsim.engine.native_pd_model(hsim.model, hopper.actuation) is None
+
+
+def test_g1_lockstep_through_the_sandbox():
+    """Untrusted files run in the sandboxed policy process: the rebuild happens there, after lockdown."""
+    from crosssim.policies.sandbox import unavailable
+
+    if unavailable():
+        pytest.skip(f"policy sandbox unavailable: {unavailable()}")
+    base = dict(card_path=str(G1), profile="mujoco", episodes=((0, 0), (1, 1)), max_steps=40)
+    single, batched = _rows(EngineJob(**base)), _rows(EngineJob(**base, batch=True))
+    for k, row in single.items():
+        assert batched[k]["failure"] is None and batched[k]["ret"] == pytest.approx(row["ret"], rel=1e-7)

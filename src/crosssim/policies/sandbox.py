@@ -356,6 +356,7 @@ def _warm_up(fmt: str) -> None:
     """Run each kind of layer once while files can still be read: torch and its CPU kernels
     load some pieces (cpuinfo, kernels) on first use."""
     import crosssim.policies.onnx  # noqa: F401  (the loaders themselves: no imports after the lockdown)
+    import crosssim.policies.recurrent  # noqa: F401  (the batched rebuild of stateful TorchScript files)
     import crosssim.policies.torchscript  # noqa: F401
 
     if fmt == "torchscript":
