@@ -346,7 +346,8 @@ def test_base_at_the_soles_falls_at_step_one_and_says_why(tmp_path):
     names it, and a rule relative to the lowest foot (hand-computed: 0 - 0.02 m) or the start fits."""
     _, _, low = _episode(_stilt_card(tmp_path, "free"), max_steps=10)
     assert low.length == 1
-    assert low.termination_reason == "fall: base height -0.001 m above the world < 0.000 m (0.5 x the start)"
+    assert low.termination_reason == ("fall: base height -0.001 m above the world < 0.000 m (0.5 x the start); the "
+                                      "base started near 0 m: set task_options.fall (e.g. height above start)")
     rule = {"fall": {"height": {"above": "lowest_foot", "min": 0.0}, "feet": ["foot"]}}
     _, _, foot = _episode(_stilt_card(tmp_path, "free", "foot", rule), max_steps=10)
     assert foot.length == 1 and foot.termination_reason == "fall: base height -0.020 m above the lowest foot < 0 m"

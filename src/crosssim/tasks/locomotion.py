@@ -83,6 +83,10 @@ def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                      aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
 
 
+LOW_START = 0.05
+"""[m] A start height under which a fall reason suggests another fall rule (base frame at the soles)."""
+
+
 class Locomotion(Task):
     name = "Locomotion"
     scene = ""  # the card's robot
@@ -201,7 +205,11 @@ class Locomotion(Task):
                 above = {"world": "the world", "start": "its start height", "lowest_foot": "the lowest foot"}
                 level = (f"{rule.min_height:g} m" if rule.min_height is not None
                          else f"{state['min_height']:.3f} m ({rule.fraction:g} x the start)")
-                return f"fall: base height {height:.3f} m above {above[rule.reference]} < {level}"
+                hint = ""
+                if rule.min_height is None and state["start_height"] < LOW_START:
+                    # a base frame at the soles: any sinking is a "fall" under a fraction of ~0
+                    hint = "; the base started near 0 m: set task_options.fall (e.g. height above start)"
+                return f"fall: base height {height:.3f} m above {above[rule.reference]} < {level}{hint}"
         return None
 
     def step(self, before, after, action, state, dt):
