@@ -142,6 +142,8 @@ def test_mismatch_has_no_risk_numbers_anywhere(tmp_path, card, capsys):
                                   out=str(tmp_path / "run"), report=True))
     data = json.loads((tmp_path / "run" / "summary.json").read_text())["risk"]
     assert data["verdict"] == "harness mismatch"
+    ranked = data["harness_check"]["hints"][0]  # the suspects' fixes were run (here: the first call only)
+    assert "1 suspect + the card as written, 2 episodes of 60 control steps each in mujoco" in ranked, ranked
     assert data["components"] == {} and data["aggregate"] is None and data["driver"] is None
     print_risk(run.summary.risk)
     out = capsys.readouterr().out

@@ -1,10 +1,16 @@
-"""Hints for a harness mismatch: the classic card mistakes, checked at the robot's start pose.
+"""Hints for a harness mismatch: the classic card mistakes, checked at the robot's start pose,
+then ranked by running them.
 
-Each check reads only the card, the canonical model and the first frame (MuJoCo), so hints cost
-nothing and cannot depend on the physics being right.
+``card_hints`` reads only the card, the canonical model and the first frame (MuJoCo), so its
+hints cost nothing and cannot depend on the physics being right. ``rank_suspects`` tries each
+classic mistake's fix in turn (a term's scale, sign or presence, a left/right joint swap, the
+quaternion order, the history layout and fill, the first call's timing) in short episodes of the
+reference engine, and ranks the fixes by how much of the gap to the card's claim each closes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,3 +55,189 @@ def card_hints(harness) -> list[str]:
         hints.append("check the card: joint order, quaternion order (w, x, y, z), default pose, action scale and "
                      "mode, observation terms and their scales, normalisation, control period")
     return hints
+
+
+# -- ranked suspects: which single card fix recovers the claimed behaviour ----------------------------
+
+SUSPECT_EPISODES = 2
+"""Episodes per suspect (and for the card as written); seeds seed, seed + 1, ... for every suspect."""
+SUSPECT_SECONDS = 2.0
+"""Length of each suspect episode [s] of simulated time (at most the task's own episode)."""
+SIDES = (("left", "right"), ("Left", "Right"), ("LEFT", "RIGHT"), ("l_", "r_"), ("L_", "R_"), ("FL", "FR"),
+         ("RL", "RR"), ("HL", "HR"), ("LF", "RF"), ("LH", "RH"))
+"""Name pairs a left/right swap exchanges (the first pair found in the card's joints is used)."""
+
+
+@dataclass(frozen=True)
+class SuspectScore:
+    suspect: str
+    """The card fix tried, e.g. "observation.quaternion_order xyzw -> wxyz"."""
+    values: dict
+    """Each claimed quantity measured with the fix (short episodes, reference engine)."""
+    recovered: float
+    """Share of the distance from the card as written to its claims that the fix removes (1: all
+    of it, 0: none, negative: further away)."""
+
+
+@dataclass(frozen=True)
+class SuspectRanking:
+    targets: dict
+    """The claims recovered: x_velocity [m/s], return (per step), survival; survival 1 if none."""
+    baseline: dict
+    """The same quantities with the card as written."""
+    scores: tuple[SuspectScore, ...]
+    """Best first."""
+    episodes: int
+    steps: int
+    """Control steps per episode."""
+    engine: str
+
+    @property
+    def cost(self) -> str:
+        runs = (len(self.scores) + 1) * self.episodes
+        return (f"{len(self.scores)} suspect{'s' if len(self.scores) != 1 else ''} + the card as written, "
+                f"{self.episodes} episodes of {self.steps} "
+                f"control steps each in {self.engine}: {runs * self.steps} steps")
+
+    def hint(self) -> str:
+        """One line naming the best suspect (or saying none explains the mismatch)."""
+        if not self.scores:
+            return f"no suspect to rank ({self.cost})"
+        best = self.scores[0]
+        claims = ", ".join(self.targets)
+        if best.recovered < 0.5:
+            return (f"no single card fix recovers the claimed {claims} (best: {best.suspect}, "
+                    f"{100 * best.recovered:.0f} %; ranked {self.cost})")
+        change = "; ".join(f"{k} {_num(self.baseline[k])} -> {_num(best.values[k])} (claimed {_num(v)})"
+                           for k, v in self.targets.items())
+        others = ", ".join(f"{s.suspect} ({100 * s.recovered:.0f} %)" for s in self.scores[1:3])
+        return (f"most likely: {best.suspect} - it removes {100 * best.recovered:.0f} % of the distance to the claims "
+                f"({change}); next: {others} (ranked {self.cost})")
+
+
+def _num(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def _swap_sides(joints: tuple[str, ...]) -> tuple[str, ...] | None:
+    for a, b in SIDES:
+        if any(a in j for j in joints) and any(b in j for j in joints):
+            swapped = tuple(j.replace(a, "\0").replace(b, a).replace("\0", b) for j in joints)
+            if sorted(swapped) == sorted(joints) and swapped != joints:
+                return swapped
+    return None
+
+
+def suspects(card) -> list[tuple[str, object]]:
+    """(label, card with one fix) for each classic harness mistake the card could hold: each
+    observation term's sign, presence (zeroed) and scale (x2, x0.5); a left/right swap of the
+    joint order; the other quaternion order; the other history layout and fill; the other first call."""
+    from dataclasses import replace
+
+    from crosssim.observations import TermSpec
+
+    o, out = card.observation, []
+    for k, term in enumerate(o.terms):
+        for label, factor in (("sign flipped", -1.0), ("zeroed", 0.0), ("scale x2", 2.0), ("scale x0.5", 0.5)):
+            changed = list(o.terms)
+            changed[k] = TermSpec(term.name, np.asarray(term.scale, dtype=float) * factor if np.ndim(term.scale)
+                                  else float(term.scale) * factor, term.clip, term.options)
+            out.append((f"observation.terms[{k}] ({term.name}) {label}",
+                        replace(card, observation=replace(o, terms=tuple(changed)))))
+    swapped = _swap_sides(card.joints)
+    if swapped:
+        out.append(("joints: left and right swapped", replace(card, joints=swapped)))
+    if o.terms:
+        other = "xyzw" if o.quaternion_order == "wxyz" else "wxyz"
+        out.append((f"observation.quaternion_order {o.quaternion_order} -> {other}",
+                    replace(card, observation=replace(o, quaternion_order=other))))
+    if o.history > 1:
+        other = "term_major" if o.layout == "frame_major" else "frame_major"
+        out.append((f"observation.history.layout {o.layout} -> {other}",
+                    replace(card, observation=replace(o, layout=other))))
+        other = "zeros" if o.fill == "first_frame" else "first_frame"
+        out.append((f"observation.history.fill {o.fill} -> {other}", replace(card, observation=replace(o, fill=other))))
+    other = "after_one_period" if card.first_call == "reset" else "reset"
+    out.append((f"first_call {card.first_call} -> {other}", replace(card, first_call=other)))
+    return out
+
+
+def _targets(card, task) -> dict[str, float]:
+    """What the ranking recovers: the card's claims (a return as return per step), else survival 1."""
+    claims = dict(card.claimed)
+    if "return" in claims:
+        claims["return"] = claims["return"] / max(1, task.max_steps)
+    return claims or {"survival": 1.0}
+
+
+def _measure(results, steps: int) -> dict[str, float]:
+    """Per claim over the short horizon, a fall counting as standing still: forward velocity
+    (distance / horizon), return per step of the horizon, share of episodes still running."""
+    ok = [r for r in results if r.failure is None]
+    if not ok:
+        return {"x_velocity": float("nan"), "return": float("nan"), "survival": float("nan")}
+    return {"x_velocity": float(np.mean([np.nan_to_num(r.x_velocity) * r.length / steps for r in ok])),
+            "return": float(np.mean([r.ret / steps for r in ok])),
+            "survival": float(np.mean([not r.terminated for r in ok]))}
+
+
+def _distance(values: dict, targets: dict) -> float:
+    """Sum over claims of |measured - claimed|, each relative to the claim (survival: absolute)."""
+    return float(sum(abs(values[k] - c) / (1.0 if k == "survival" else max(abs(c), 1e-9)) for k, c in targets.items()))
+
+
+def rank_suspects(card, policy, *, engine: str = "mujoco", episodes: int = SUSPECT_EPISODES,
+                  seconds: float = SUSPECT_SECONDS, seed: int = 0) -> SuspectRanking:
+    """Rank ``suspects(card)`` by how much of the distance between the card as written and its
+    claims each removes, from ``episodes`` episodes of ``seconds`` per suspect in ``engine``
+    (the same seeds for every suspect). Cost: (suspects + 1) x episodes short episodes."""
+    from crosssim.profiles import load_profile
+    from crosssim.runner.harness import Harness
+    from crosssim.runner.rollout import run_episode
+    from crosssim.runner.simulator import open_engine
+
+    harness = Harness.from_card(card)
+    targets = _targets(card, harness.task)
+    steps = max(1, min(harness.task.max_steps, int(round(seconds / harness.control_dt))))
+    sim = open_engine(load_profile(engine), harness.scene, base=harness.model_variant)
+
+    def measure(h) -> dict[str, float]:
+        values = _measure([run_episode(sim, h, policy, episode=i, seed=seed + i, max_steps=steps)
+                           for i in range(episodes)], steps)
+        return {k: values[k] for k in targets}
+
+    try:
+        baseline = measure(harness)
+        base_distance = _distance(baseline, targets)
+        scores = []
+        for label, fixed in suspects(card):
+            try:
+                values = measure(Harness.from_card(fixed))
+            except Exception:  # noqa: BLE001 - a fix the harness cannot build explains nothing
+                continue
+            d = _distance(values, targets)
+            recovered = (base_distance - d) / base_distance if base_distance > 0 and np.isfinite(d) else 0.0
+            scores.append(SuspectScore(label, values, float(recovered)))
+    finally:
+        sim.close()
+    scores.sort(key=lambda s: -s.recovered)
+    return SuspectRanking(targets, baseline, tuple(scores), episodes, steps, engine)
+
+
+def suspect_hint(plan, reference: str) -> str:
+    """The ranked-suspects line of a crossval whose harness check failed (``plan``: its
+    CrossvalPlan), run in the reference engine (MuJoCo if that one cannot run here) within the
+    run's step cap; a failure to rank is said in the line, never raised."""
+    from crosssim.policies import load_policy
+
+    card, config, h = plan.card, plan.config, plan.harness
+    seconds = SUSPECT_SECONDS if config.max_steps is None else min(SUSPECT_SECONDS, config.max_steps * h.control_dt)
+    try:
+        policy = load_policy(card, obs_size=h.obs_size, action_size=h.action_size, trust=config.trust_policy_code)
+        try:
+            ranking = rank_suspects(card, policy, engine=reference, seconds=seconds, seed=config.seed)
+        except Exception:  # noqa: BLE001 - the reference may be an engine this process cannot open
+            ranking = rank_suspects(card, policy, engine="mujoco", seconds=seconds, seed=config.seed)
+        return ranking.hint()
+    except Exception as exc:  # noqa: BLE001 - advice never costs the run
+        return f"(suspects not ranked: {type(exc).__name__}: {str(exc)[:200]})"

@@ -59,9 +59,17 @@ def summarize(plan, df, got) -> RunSummary:
             hints = card_hints(plan.harness)
         except Exception as exc:  # hints are advice; never let them cost the run
             hints = [f"(no hints: {type(exc).__name__}: {exc})"]
-        risk = risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task,
-                            max_steps=config.max_steps, fraction=config.pass_fraction,
-                            control_period=plan.harness.control_dt)
+
+        def profile(hints):
+            return risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task,
+                                max_steps=config.max_steps, fraction=config.pass_fraction,
+                                control_period=plan.harness.control_dt)
+
+        risk = profile(hints)
+        if risk.harness_check.status == "mismatch":  # rank the card's suspects by running their fixes
+            from crosssim.diagnose import suspect_hint
+
+            risk = profile([suspect_hint(plan, reference), *hints])
     note = getattr(plan.harness.task, "version_note", None)  # a default version is said, never silent
     version_notes = [note] if note else []
     return RunSummary(
