@@ -57,7 +57,7 @@ def _g1_ranking(**change):
     bad = dataclasses.replace(hand, **change(hand) if callable(change) else change)
     h = Harness.from_card(bad)
     policy = load_policy(bad, obs_size=h.obs_size, action_size=h.action_size)
-    return rank_suspects(bad, policy, episodes=1)  # 33 suspects x 1 episode of 2 s (100 policy calls)
+    return rank_suspects(bad, policy, episodes=1)  # 31 suspects x 1 episode of 2 s (100 policy calls)
 
 
 @requires_fixtures
