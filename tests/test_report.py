@@ -171,3 +171,16 @@ def test_report_same_from_any_folder(run_dir, tmp_path, monkeypatch):
         pages.append(_without_timestamp((run_dir / "report.html").read_text()))
     assert 'class="strip"' in pages[1] and "Filmstrips unavailable" not in pages[1]
     assert pages[0] == pages[1]
+
+
+def test_terminal_table_leads_with_the_primary_metric(run_dir):
+    import io
+
+    from crosssim.cli import print_table
+    from crosssim.report.build import engine_table_of
+    from crosssim.results import read_summary
+
+    out = io.StringIO()
+    print_table(read_summary(run_dir), out, table=engine_table_of(run_dir))
+    head = next(line for line in out.getvalue().splitlines() if "engine" in line).split()
+    assert head[:3] == ["engine", "return", "(primary)"] and "drop vs mujoco" in out.getvalue()

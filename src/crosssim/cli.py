@@ -102,23 +102,31 @@ def _cells(*values: str):
     return [Text(printable(v)) for v in values]  # as text: a name holding [brackets] is not markup
 
 
-def print_table(summary, file=None) -> None:
-    """The per-engine table of a crosssim.results.RunSummary (a rich table: columns never run together)."""
+def print_table(summary, file=None, *, table=None) -> None:
+    """The per-engine table of a crosssim.results.RunSummary (a rich table: columns never run together).
+    ``table``: the report's crosssim.report.tables.EngineTable of the run (its task's primary metric
+    first, with CIs); without it, returns."""
     file = file or sys.stdout
     ref = summary.reference_engine
-    table = _table("engine", "return (95% CI)", "length", "early end", f"drop vs {ref}", "failed")
-    errors = []
-    for e, s in summary.engines.items():
-        lo, hi = s.return_ci95
-        drop = "reference" if e == ref else (_fmt(100 * s.drop_vs_reference) + " %")
-        table.add_row(*_cells(e, f"{_fmt(s.mean_return)} [{_fmt(lo)}, {_fmt(hi)}]", _fmt(s.mean_length, 0),
-                              _fmt(100 * s.terminated_early, 0) + " %", drop, str(s.failed)))
-        if s.error:
-            errors.append(f"  ! {e}: {s.error}")
+    if table is not None:
+        out = _table("engine", *table.columns, f"drop vs {ref}", "failed")
+        for line in table.lines:
+            out.add_row(*_cells(line.engine, *[c.replace(" – ", ", ") for c in line.cells], line.drop,
+                                str(line.failed)))
+    else:
+        out = _table("engine", "return (95% CI)", "length", "early end", f"drop vs {ref}", "failed")
+        for e, s in summary.engines.items():
+            lo, hi = s.return_ci95
+            drop = "reference" if e == ref else (_fmt(100 * s.drop_vs_reference) + " %")
+            out.add_row(*_cells(e, f"{_fmt(s.mean_return)} [{_fmt(lo)}, {_fmt(hi)}]", _fmt(s.mean_length, 0),
+                                _fmt(100 * s.terminated_early, 0) + " %", drop, str(s.failed)))
+    errors = [f"  ! {e}: {s.error}" for e, s in summary.engines.items() if s.error]
     console = _console(file)
-    console.print(table)
+    console.print(out)
     for line in errors:
         console.print(printable(line, 2000), markup=False)
+    if table is not None:
+        console.print(printable(f"(nominal episodes; mean [95% CI]; {table.metric_text})", 2000), markup=False)
 
 
 def print_risk(risk, file=None) -> None:
@@ -164,7 +172,13 @@ def cmd_crossval(args) -> int:
 
         with RunProgress() as progress:
             run = crossval(config, progress=progress)
-    print_table(run.summary)
+    try:
+        from crosssim.report.build import engine_table_of
+
+        table = engine_table_of(run.out)
+    except Exception:  # the stored summary's own table is always there
+        table = None
+    print_table(run.summary, table=table)
     for warning in run.summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if run.summary.risk:

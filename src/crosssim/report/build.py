@@ -85,6 +85,14 @@ def _figures(run, task, metric: str, engines: list[str], harness) -> dict:
     return figures
 
 
+def engine_table_of(out: Path, *, harness=None) -> tables.EngineTable:
+    """The report's per-engine table of a run folder (primary metric first), for the terminal too."""
+    run = load_run(Path(out))
+    harness, _ = _harness(run, harness)
+    task = _task(run, harness)
+    return tables.engine_table(run, task, _metric(run, task))
+
+
 def _filmstrips(run, harness, filmstrips: bool) -> dict:
     strip = {"times": [], "frames": {}, "ends": {}, "error": None}
     if not (filmstrips and harness is not None and run.trajectories):

@@ -53,7 +53,8 @@ def _legend_below(fig, ax_or_axes, n: int) -> None:
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=min(n, 4), fontsize=8, frameon=False,
                    bbox_to_anchor=(0.5, -0.02))
-        fig.tight_layout(rect=(0, 0.08 + 0.04 * ((n - 1) // 4), 1, 1))
+        rows = 1 + (n - 1) // 4
+        fig.tight_layout(rect=(0, min(0.3, (0.3 + 0.2 * rows) / fig.get_figheight()), 1, 1))
 
 
 def _from_zero(ax, values) -> None:
@@ -88,7 +89,7 @@ def sweep_bars(means: dict[str, list[tuple[float, float, float]]], conditions: l
                title: str) -> str:
     """Bars of the mean per condition with bootstrap 95% CI whiskers; ``means``: engine -> per
     condition (mean, lo, hi)."""
-    plt, fig, ax = _figure(7.2, 3.6)
+    plt, fig, ax = _figure(max(7.2, 0.75 * len(conditions) + 1.5), 3.8)
     engines = list(means)
     width = 0.8 / max(len(engines), 1)
     for k, e in enumerate(engines):
@@ -99,7 +100,9 @@ def sweep_bars(means: dict[str, list[tuple[float, float, float]]], conditions: l
         ax.bar(np.arange(len(conditions)) + k * width, m, width, yerr=err, capsize=3, label=e,
                color=COLORS[k % len(COLORS)], hatch=HATCHES[k % len(HATCHES)], edgecolor="white",
                error_kw={"elinewidth": 1, "ecolor": "#333"})
-    ax.set_xticks(np.arange(len(conditions)) + width * (len(engines) - 1) / 2, conditions)
+    ax.set_xticks(np.arange(len(conditions)) + width * (len(engines) - 1) / 2, conditions,
+                  rotation=30 if len(conditions) > 5 else 0, ha="right" if len(conditions) > 5 else "center",
+                  fontsize=8)
     _from_zero(ax, [[x for t in v for x in t] for v in means.values()])
     ax.set_ylabel(label)
     ax.set_title(title, fontsize=10)

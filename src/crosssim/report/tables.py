@@ -171,9 +171,16 @@ THRESHOLD_TEXT = {
 }
 
 
+SHARES = {"pass_fraction", "min_engine_weight", "claim_fraction", "task_success_min", "low_below", "high_from"}
+"""Thresholds that are shares (shown as %); RATIOS are headrooms (margin / expected gap, shown as 1x)."""
+RATIOS = {"high_below", "medium_below"}
+
+
 def verdict_meaning(risk) -> list[tuple[str, str]]:
     """(threshold in words, value) pairs of the profile's thresholds; unknown ones shown as stored."""
-    return [(THRESHOLD_TEXT.get(k, k.replace("_", " ")), pct(v) if 0 <= v <= 1 else number(v))
+    return [(THRESHOLD_TEXT.get(k, k.replace("_", " ")),
+             f"{v:g}x" if k in RATIOS else pct(v) if k in SHARES or (k not in THRESHOLD_TEXT and 0 <= v <= 1)
+             else number(v))
             for k, v in (risk.thresholds or {}).items()]
 
 
