@@ -356,6 +356,10 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
         else:
             s[p.setting] = start[p.name]
         without[p.name] = obj.rms(s)
+        if without[p.name] < after * (1 - 1e-3):  # the search stopped short of its start value
+            unidentified.add(p.name)
+            findings.append(f"{p.name}: its start value gives a lower error ({without[p.name]:.4g} < {after:.4g} rad): "
+                            "the search did not converge; the profile keeps the start value (raise --max-evals)")
     extra = {}
     if "torque_limit" in fitted:
         peak = harness.max_torque[harness.joints]
