@@ -248,6 +248,18 @@ def test_rlzoo_time_feature_wrapper_appends_the_time_feature_to_the_task_observa
     assert first.shape == (12,) and np.isfinite(first).all() and first[0] == pytest.approx(1.25, abs=0.01)  # height
 
 
+def test_task_observation_on_a_task_without_its_own_is_one_line_naming_the_term(tmp_path):
+    (tmp_path / "p.pt").write_bytes(b"")
+    path = tmp_path / "card.yaml"
+    path.write_text(yaml.safe_dump({"name": "x", "task": "Locomotion", "robot": str(_biped(tmp_path)),
+                                    "control_period": 0.02, "policy": {"file": "p.pt", "format": "torchscript"},
+                                    "observation": {"terms": ["projected_gravity", "task_observation"]}}))
+    with pytest.raises(CardError) as err:
+        Harness.from_card(load_card(path))
+    text = str(err.value)
+    assert "observation.terms[1]' (task_observation)" in text and str(path) in text and "\n" not in text
+
+
 def test_rlzoo_wrappers_and_env_kwargs_crosssim_lacks_are_listed(tmp_path, monkeypatch):
     imported = import_card(_zoo(tmp_path, monkeypatch, config={"env_wrapper": "my.pkg.Wrapper", "frame_stack": 4},
                                 env_kwargs={"terminate_when_unhealthy": False}))
@@ -313,3 +325,22 @@ def test_real_g1_deploy_config_reproduces_the_hand_written_card(tmp_path):
     from crosssim.scene import canonical_model
 
     assert canonical_model(Harness.from_card(hand).scene).timestep == 0.002  # so the timestep changes nothing
+    # Behaviour: 5 s in MuJoCo; the first call one period later changes the walk by little
+    # (measured 0.4479 vs 0.4482 m/s).
+    from crosssim.policies import load_policy
+    from crosssim.profiles import load_profile
+    from crosssim.runner.rollout import run_episode
+    from crosssim.runner.simulator import open_engine
+
+    speeds = {}
+    for name, c in (("imported", card), ("hand", hand)):
+        h = Harness.from_card(c)
+        policy = load_policy(c, obs_size=h.obs_size, action_size=h.action_size)
+        sim = open_engine(load_profile("mujoco"), h.scene, base=h.model_variant)
+        try:
+            r = run_episode(sim, h, policy, episode=0, seed=0, max_steps=250)
+        finally:
+            sim.close()
+        assert not r.terminated and r.failure is None, (name, r.termination_reason, r.failure)
+        speeds[name] = r.x_velocity
+    assert speeds["imported"] == pytest.approx(speeds["hand"], abs=0.02), speeds

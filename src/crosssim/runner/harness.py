@@ -205,6 +205,13 @@ class Harness:
                 where = f"{card.path}: field 'observation.terms[{k}]' ({name}, source: sensors)"
                 h.joint_sensors[kind] = h.sensors.joint_sensors(kind, names, where)
             check_terms(terms, scene, card.path, h.sensors)
+            for k, t in enumerate(terms):
+                if t.name == "task_observation":
+                    try:
+                        task.observation_size(c)
+                    except (CardError, NotImplementedError):
+                        raise CardError(f"{card.path}: field 'observation.terms[{k}]' (task_observation): task "
+                                        f"{task.name} has no observation of its own; list its terms instead") from None
         return h
 
     @classmethod
