@@ -32,6 +32,11 @@ DEFAULT_ENGINES = ("mujoco", "pybullet", "newton-mujoco-warp")
 """One engine of each family the mission names: MuJoCo, Bullet, NVIDIA's Isaac stack (Newton)."""
 
 
+QUICK_EPISODES, QUICK_SWEEP_EPISODES, QUICK_MAX_STEPS = 3, 2, 300
+"""What ``--quick`` caps (``quick_config``): episodes per engine, episodes per visited sweep rung,
+control steps per episode. Sweeps read the capped ``sweep_episodes`` like any other value."""
+
+
 @dataclass(frozen=True)
 class CrossvalConfig:
     """One crossval run. Each field's help is the CLI's (crosssim.options)."""
@@ -84,6 +89,9 @@ class CrossvalConfig:
         0.9, parse=options.positive_number(),
         help="A sweep rung passes while the task metric keeps this share of nominal; the tolerance margin is the "
              "largest severity that passes (docs/risk.md).")
+    quick: bool = option(
+        False, help=f"Interactive mode: at most {QUICK_EPISODES} episodes per engine, {QUICK_SWEEP_EPISODES} per "
+                    f"sweep rung and {QUICK_MAX_STEPS} control steps per episode (wider CIs; rows cached apart).")
     real: str | None = option(
         None, help="Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs.")
     policy_memory_mb: int | None = option(
@@ -135,6 +143,18 @@ class CrossvalPlan:
                          fraction=c.pass_fraction, known=known)
 
 
+def quick_config(config: CrossvalConfig) -> CrossvalConfig:
+    """``config`` with ``--quick``'s caps applied (unchanged without it): the plan carries this one,
+    so everything downstream (jobs, sweeps, cache keys, report) sees the capped numbers."""
+    if not config.quick:
+        return config
+    import dataclasses
+
+    return dataclasses.replace(config, episodes=min(config.episodes, QUICK_EPISODES),
+                               sweep_episodes=min(config.sweep_episodes, QUICK_SWEEP_EPISODES),
+                               max_steps=min(config.max_steps or QUICK_MAX_STEPS, QUICK_MAX_STEPS))
+
+
 def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     """Fail fast, in this process, on what would fail every engine (card, robot, policy file, sizes,
     unknown engine, unwritable output folder); then the plan."""
@@ -144,6 +164,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     from crosssim.profiles import load_profile
     from crosssim.sweep import LADDERS
 
+    config = quick_config(config)
     card = load_card(config.policy)
     if config.episodes < 1:
         raise CrossSimError(f"--episodes must be at least 1, got {config.episodes}")
