@@ -48,12 +48,18 @@ def cmd_validate(args) -> int:
                     problems = check_against(log, harness)
                 except CrossSimError as exc:
                     problems = [f"{path}: cannot check against its policy card: {exc}"]
+            if not problems and args.corrections and not log.intervened.any():
+                why = "is 0 everywhere" if log.intervention is not None else "is missing"
+                problems = [f"{path}: no intervention (column intervention.active {why}); --corrections expects "
+                            "logs where an operator took over (docs/correction.md)"]
             if problems:
                 failed += 1
                 for p in problems:
                     print(p)
                 continue
             extra = [k for k in ("tau", "quat", "gyro", "pos", "vel", "obs", "command") if getattr(log, k) is not None]
+            if log.intervention is not None:
+                extra.append(f"{int(log.intervened.sum())} intervention steps")
             print(f"{path}: ok ({len(log)} rows, {log.duration:.2f} s, {len(log.joints)} joints"
                   + (f"; also {', '.join(extra)}" if extra else "") + f"; {log.timing.describe()}"
                   + (f"; action delay {log.action_delay:g} steps" if log.action_delay else "")
@@ -162,6 +168,7 @@ class ValidateConfig:
                                                           "of them.")
     policy: str | None = option(None, help="Policy card to check joints, period and sizes against (default: the card "
                                            "the sidecar names).")
+    corrections: bool = option(False, help="The logs hold corrections: a log without any intervention is a problem.")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -74,7 +74,7 @@ def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = N
     ep = Episode(stepper)
     seg = T if (policy is not None or not segment) else int(segment)
     starts = tuple(range(0, T - 1, seg)) if T > 1 else (0,)
-    actions = np.array([stepper.check_action(a, k) for k, a in enumerate(log.action)])
+    actions = np.array([stepper.check_action(a, k) for k, a in enumerate(log.applied_action)])
     before = stepper.check_action(log.previous_action, -1)
     ended, failure, terminated, fell = 0, None, False, None
     start = 0

@@ -59,6 +59,14 @@ COLUMN_GROUPS = (
     ColumnGroup("vel", ("x", "y", "z"), "m/s", "'vel'", "base linear velocity, world frame"),
     ColumnGroup("command", ("vx", "vy", "yaw_rate"), "m/s, m/s, rad/s", "'command'", "the command at that step",
                 per_step=True),
+    # Corrections (docs/correction.md): an operator took over at some steps.
+    ColumnGroup("intervention", ("active",), "0 or 1", "'intervention'",
+                "1 where an operator overrode the policy at that step", per_step=True),
+    ColumnGroup("operator", JOINTS, "policy units", "operator actions",
+                "the operator's action (raw policy units; sidecar operator_action: replace or delta); rows without "
+                "an intervention hold any finite value (ignored)", per_step=True),
+    ColumnGroup("operator_command", ("vx", "vy", "yaw_rate"), "m/s, m/s, rad/s", "'operator_command'",
+                "the velocity command the operator gave during an intervention", per_step=True),
 )
 OBS_PREFIX = "obs."
 """``obs.0`` ... ``obs.<n-1>``: the policy's input vector as fed to it (per step; optional)."""
@@ -71,10 +79,13 @@ class SidecarField:
     name: str
     kind: str
     """text, names (non-empty list of distinct names), positive, nonnegative, bool, path,
-    joint_map (joint name -> number), joint_vector (one number per joint of ``joints``)."""
+    joint_map (joint name -> number), joint_vector (one number per joint of ``joints``), choice
+    (one of ``choices``)."""
     doc: str
     required: bool = False
     default: object = None
+    choices: tuple[str, ...] = ()
+    """Allowed values of a ``choice`` field."""
 
 
 SIDECAR_FIELDS = (
@@ -93,6 +104,9 @@ SIDECAR_FIELDS = (
     SidecarField("previous_action", "joint_vector", "the raw action in force before the first row (default: "
                  "zeros)"),
     SidecarField("source", "text", "free text: robot unit, place, date"),
+    SidecarField("operator_action", "choice", "how operator.* columns act: replace (the motors got the operator's "
+                 "action) or delta (added to the policy's action)", default="replace", choices=("replace", "delta")),
+    SidecarField("operator", "text", "free text: who or what intervened (a person, a scripted controller, a policy)"),
 )
 
 
@@ -124,6 +138,11 @@ class RealLog:
     vel: np.ndarray | None = None
     obs: np.ndarray | None = None
     command: np.ndarray | None = None
+    intervention: np.ndarray | None = None
+    """(T, 1) 1 where an operator overrode the policy (corrections; docs/correction.md)."""
+    operator: np.ndarray | None = None
+    """(T, joints) the operator's action (``operator_action``: replace, or delta on ``action``)."""
+    operator_command: np.ndarray | None = None
     timing: Timing | None = None
     rows: "RealLog | None" = None
     """The log as logged (row k = policy call k) when ``timing.resampled``; else None (this is it).
@@ -156,6 +175,19 @@ class RealLog:
         """The raw action before the first row (zeros when not logged)."""
         prev = self.meta.get("previous_action")
         return np.zeros(len(self.joints)) if prev is None else np.asarray(prev, dtype=float)
+
+    @property
+    def intervened(self) -> np.ndarray:
+        """(T,) bool: rows where an operator overrode the policy (all False without the column)."""
+        return np.zeros(len(self), bool) if self.intervention is None else self.intervention[:, 0] > 0.5
+
+    @property
+    def applied_action(self) -> np.ndarray:
+        """(T, joints) the raw action that reached the motors: the operator's where it intervened."""
+        if self.operator is None or not self.intervened.any():
+            return self.action
+        mine = self.operator + self.action if self.meta.get("operator_action") == "delta" else self.operator
+        return np.where(self.intervened[:, None], mine, self.action)
 
     @property
     def card(self) -> Path | None:
@@ -220,6 +252,8 @@ def _check_field(f: SidecarField, value, joints: list) -> str | None:
             return "must map joint names to numbers"
         unknown = [j for j in value if j not in joints]
         return f"names {unknown}, not joints of field 'joints'" if unknown else None
+    if f.kind == "choice":
+        return None if value in f.choices else f"must be one of {', '.join(f.choices)}"
     if f.kind == "joint_vector":
         ok = isinstance(value, list) and len(value) == len(joints) and all(number(v) for v in value)
         return None if ok else f"must be a list of {len(joints)} numbers (one per joint of 'joints')"
@@ -361,12 +395,31 @@ def validate(path: str | Path) -> tuple[RealLog | None, list[str]]:
             problems.append(f"{path}: observation columns must be obs.0 ... obs.{len(obs_cols) - 1} with no gaps")
         else:
             obs = _block(df, want, path, problems, "policy observations", required=False)
+    problems += _check_corrections(blocks, path)
     if problems:
         return None, problems
     offsets = meta.get("joint_offsets") or {}
     blocks["q"] = blocks["q"] + np.array([float(offsets.get(j, 0.0)) for j in joints])
     log = RealLog(path=path, meta=meta, time=time, joints=tuple(joints), obs=obs, timing=timing, **blocks)
     return (_on_grid(log) if timing.resampled else log), []
+
+
+def _check_corrections(blocks: dict, path: Path) -> list[str]:
+    """The intervention flag is 0 or 1, and a flagged step has the operator's action or command."""
+    flag = blocks.get("intervention")
+    if flag is None:
+        given = [g for g in ("operator", "operator_command") if blocks.get(g) is not None]
+        return [f"{path}: {given[0]}.* columns without an intervention.active column (1 at the steps the operator "
+                "overrode the policy, else 0)"] if given else []
+    bad = np.flatnonzero((flag[:, 0] != 0) & (flag[:, 0] != 1))
+    if bad.size:
+        return [f"{path}: column 'intervention.active' must be 0 or 1; {bad.size} rows are not (first at row {bad[0]})"]
+    if flag.any() and blocks.get("operator") is None and blocks.get("operator_command") is None:
+        first = int(np.flatnonzero(flag[:, 0])[0])
+        return [f"{path}: intervention.active is 1 at {int(flag.sum())} rows (first at row {first}) but the log has no "
+                "operator action: add operator.<joint> columns (the operator's action) or operator_command.vx, "
+                ".vy, .yaw_rate"]
+    return []
 
 
 def _on_grid(log: RealLog) -> RealLog:
