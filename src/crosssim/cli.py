@@ -452,6 +452,9 @@ def build_parser() -> argparse.ArgumentParser:
     from crosssim.importers.cli import add_commands as add_card_commands
 
     add_card_commands(sub)  # card import (crosssim.importers.cli)
+    from crosssim.correct.cli import add_commands as add_correct_commands
+
+    add_correct_commands(sub)  # correct collect | train (crosssim.correct.cli)
     return p
 
 

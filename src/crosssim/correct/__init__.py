@@ -1,0 +1,1 @@
+"""Human-in-the-loop corrections: a simulated operator, residual policies learned from interventions (docs/correction.md)."""
