@@ -227,6 +227,15 @@ def policy_check(policy, logs: list[RealLog]) -> dict | None:
 MODES = ("open_loop", "closed_loop")
 
 
+def _conformance(check, harness, logs) -> dict | None:
+    """The conformance check, or its failure as one line (a term crosssim cannot rebuild must not
+    cost the rest of the REAL section)."""
+    try:
+        return check(harness, logs)
+    except Exception as exc:  # a plugin term's own error types included
+        return {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+
+
 def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, window_s: float = 1.0,
                  log_dir: str | None = None, progress=None, harness=None) -> dict:
     """The REAL column of a crossval: every engine profile against every applied log, both modes,
@@ -248,7 +257,7 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
                "real": {"survival": float(np.mean([0.0 if log.terminated else 1.0 for log in applied]))
                         if applied else float("nan")},
                "timing": {log.name: log.timing.as_dict() for log in logs if log.timing is not None},
-               "policy_check": policy_check(policy, logs), "conformance": conformance(harness, logs),
+               "policy_check": policy_check(policy, logs), "conformance": _conformance(conformance, harness, logs),
                "engines": {}}
     for name in engines:
         try:
@@ -320,7 +329,9 @@ def format_real(section: dict) -> str:
                      f"{check['max_abs_action_error']:.2g}" + ("" if check["max_abs_action_error"] < 1e-3 else
                                                              " (wrong policy file, normalisation or observation order?)"))
     conf = section.get("conformance")
-    if conf:
+    if conf and "error" in conf:
+        lines.append(f"deployment conformance: not checked ({conf['error']})")
+    elif conf:
         from crosssim.real.conformance import format_conformance
 
         lines.append(format_conformance(conf))
