@@ -78,7 +78,7 @@ def _real(rec: dict, family: str) -> float:
 def _pred(records: list[dict], family: str) -> list[float]:
     risk = [r["risk"] for r in records]
     return [np.nan if k["aggregate"] is None else k["aggregate"]["drop"] if family == "all"
-            else k["components"][family]["drop"] for k in risk]  # NaN: a harness mismatch has no numbers
+            else k["components"][family]["drop_at_gap"] for k in risk]  # NaN: a harness mismatch has no numbers
 
 
 def tabulate(records: dict[str, list[dict]], steps: int, seeds: list[int], episodes: int) -> str:

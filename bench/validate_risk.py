@@ -108,7 +108,15 @@ def _profile(risk: dict, family: str) -> float:
     (no risk numbers then)."""
     if risk["aggregate"] is None:
         return float("nan")
-    return risk["aggregate"]["drop"] if family == "all" else risk["components"][family]["drop"]
+    # Dose-response design: a family's score is its predicted loss at the expected deployment gap.
+    return risk["aggregate"]["drop"] if family == "all" else risk["components"][family]["drop_at_gap"]
+
+
+def _disagreement(risk: dict) -> float:
+    """The engines' spread of margins, largest over the families [severity] (the dose-response
+    design's engine disagreement); NaN without risk numbers."""
+    spreads = [c["engine_spread"] for c in (risk.get("components") or {}).values()]
+    return float(np.nanmax(spreads)) if spreads and np.isfinite(spreads).any() else float("nan")
 
 
 def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float]]:
@@ -122,7 +130,7 @@ def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float
         own = [clipped_drop(m[f"{e}/nominal"], m.get(f"{e}/{cond}", np.nan)) for e in engines
                if f"{e}/nominal" in m and abs(m[f"{e}/nominal"]) > 1e-9]
         v1 = [clipped_drop(base, m[f"{e}/{cond}"]) for e in engines if f"{e}/{cond}" in m]
-        dis = comps["engine_disagreement"]["drop"] if comps else np.nan
+        dis = _disagreement(rec["risk"])
         scores = {
             "profile": _profile(rec["risk"], fam),
             "ablation: sweeps in reference engine only": clipped_drop(base, m.get(f"{ref}/{cond}", np.nan)),
@@ -159,7 +167,7 @@ def split_check(records: list[dict], engines: tuple[str, ...]) -> str:
     def spear(idx, name, w=0.0):
         out = []
         for fam in fams:
-            s = [preds[i][fam][name] + w * records[i]["risk"]["components"]["engine_disagreement"]["drop"] for i in idx]
+            s = [preds[i][fam][name] + w * _disagreement(records[i]["risk"]) for i in idx]
             out.append(spearman(s, [records[i]["truth"][fam] for i in idx]))
         return out
 
@@ -226,7 +234,7 @@ def main() -> None:
                   "|---|---|" + "---|" * (len(FAMILIES) + 1)]
     for r in records:
         comp = r["risk"]["components"]
-        cells = [f"{comp[f]['drop']:.2f} / {r['truth'][f]:.2f}" for f in FAMILIES]
+        cells = [f"{comp[f]['drop_at_gap']:.2f} / {r['truth'][f]:.2f}" for f in FAMILIES]
         cells.append(f"{r['risk']['aggregate']['drop']:.2f} / {r['truth']['all']:.2f}")
         per_policy.append(f"| {r['name']} | {r['risk']['verdict']} | " + " | ".join(cells) + " |")
     block = (f"{BEGIN}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: {len(records)} policies, "
