@@ -1,10 +1,14 @@
 """Velocity tracking for legged robots (G1, Go1, ...): the task users bring from Isaac Gym / MJX.
 
-The robot (card ``robot``) starts at a keyframe or its model pose, varied per episode by seeded
-reset events (``ResetEvents``, card ``task_options.reset``; docs/risk.md gives the defaults), and
-tracks a velocity command (vx, vy, yaw rate). The reward is the usual tracking kernel; what matters for transfer are the
-metrics: forward speed, linear and yaw tracking errors, falls, survival time, torque saturation,
-energy. Observations come from the card's terms (crosssim.observations), not from the task.
+The robot (card ``robot``) starts at a keyframe or its model pose (with the card's
+``start_pose`` on top), varied per episode by seeded reset events (``ResetEvents``, card
+``task_options.reset``; docs/risk.md gives the defaults), and tracks a velocity command (vx, vy,
+yaw rate): fixed, or drawn from ranges (``commands``), optionally with push disturbances
+(``pushes``). An episode ends in a fall by the card's fall rule (``fall``; the step names why).
+The reward is the usual tracking kernel; what matters for transfer are the metrics: forward
+speed, linear and yaw tracking errors, falls, survival time, torque saturation, energy.
+Observations come from the card's terms (crosssim.observations), not from the task. The options
+beyond the command are parsed in crosssim.tasks.locomotion_options.
 """
 
 from __future__ import annotations
