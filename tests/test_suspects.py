@@ -43,11 +43,13 @@ def test_every_classic_mistake_is_a_suspect_with_one_change(tmp_path):
 def test_hint_names_the_best_fix_or_says_none_explains_the_gap():
     scores = (SuspectScore("observation.quaternion_order xyzw -> wxyz", {"survival": 1.0}, 0.95),
               SuspectScore("first_call reset -> after_one_period", {"survival": 0.0}, 0.0))
-    ranking = SuspectRanking({"survival": 1.0}, {"survival": 0.0}, scores, 2, 100, "mujoco")
+    from crosssim.diagnose import _cost
+
+    ranking = SuspectRanking({"survival": 1.0}, {"survival": 0.0}, scores, _cost(2, 2, 100, "mujoco"))
     assert ranking.hint().startswith("most likely: observation.quaternion_order xyzw -> wxyz - it removes 95 %")
     assert "2 suspects + the card as written, 2 episodes of 100 control steps each in mujoco: 600 steps" in ranking.hint()
-    weak = SuspectRanking({"survival": 1.0}, {"survival": 0.0}, scores[::-1], 2, 100, "mujoco")
-    assert weak.hint().startswith("no single card fix recovers the claimed survival")
+    weak = SuspectRanking({"survival": 1.0}, {"survival": 0.0}, scores[::-1], ranking.cost)
+    assert weak.hint().startswith("no single card fix recovers the target survival")
 
 
 def _g1_ranking(**change):
@@ -81,3 +83,26 @@ def test_g1_card_with_legs_swapped_names_the_joint_order_and_its_twin_first():
     top = {s.suspect for s in ranking.scores[:2]}
     assert top == {"joints: left and right swapped", "observation.terms[6] (gait_phase) sign flipped"}, ranking.hint()
     assert ranking.baseline["survival"] == 0.0 and ranking.scores[0].values["survival"] == 1.0
+
+
+def test_real_logs_rank_the_card_fix_that_rebuilds_the_logged_inputs(tmp_path):
+    """Logs of the arm as deployed; a card whose joint_vel term has its sign flipped: the
+    inputs rebuilt with the sign fix match the logged ones, so it is named first (no simulation)."""
+    from crosssim.diagnose import rank_log_suspects
+    from crosssim.profiles import load_profile
+    from crosssim.real.logs import read_logs
+    from crosssim.real.simulate import simulate_logs
+    from crosssim.observations import TermSpec
+
+    arm = CARDS / "real" / "arm3-excite.yaml"
+    simulate_logs(arm, load_profile("mujoco"), tmp_path, episodes=1, seconds=1, trust=True)
+    card = load_card(arm)
+    logs = read_logs(tmp_path, Harness.from_card(card))
+    assert rank_log_suspects(card, logs).baseline["input error"] < 0.05  # the right card rebuilds them
+    terms = list(card.observation.terms)
+    terms[1] = TermSpec("joint_vel", -1.0)
+    bad = dataclasses.replace(card, observation=dataclasses.replace(card.observation, terms=tuple(terms)))
+    ranking = rank_log_suspects(bad, logs)
+    assert ranking.scores[0].suspect == "observation.terms[1] (joint_vel) sign flipped", ranking.hint()
+    assert ranking.scores[0].recovered > 0.9 and ranking.scores[1].recovered < 0.6
+    assert "no simulation" in ranking.hint()

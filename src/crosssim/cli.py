@@ -187,6 +187,8 @@ def cmd_crossval(args) -> int:
         from crosssim.real.compare import format_real
 
         print(format_real(run.summary.real))
+        if run.summary.real.get("suspects"):
+            print(f"  suspects: {printable(run.summary.real['suspects'], 2000)}")
     print(f"\nresults: {run.out}/results.parquet  summary: {run.out}/summary.json")
     if run.report:
         print(f"report: {run.report}")

@@ -82,22 +82,15 @@ class SuspectScore:
 @dataclass(frozen=True)
 class SuspectRanking:
     targets: dict
-    """The claims recovered: x_velocity [m/s], return (per step), survival; survival 1 if none."""
+    """The claims recovered: x_velocity [m/s], return (per step), survival; survival 1 if none
+    (for real logs: ``input error`` 0, the logged policy inputs matched)."""
     baseline: dict
     """The same quantities with the card as written."""
     scores: tuple[SuspectScore, ...]
     """Best first."""
-    episodes: int
-    steps: int
-    """Control steps per episode."""
-    engine: str
-
-    @property
-    def cost(self) -> str:
-        runs = (len(self.scores) + 1) * self.episodes
-        return (f"{len(self.scores)} suspect{'s' if len(self.scores) != 1 else ''} + the card as written, "
-                f"{self.episodes} episodes of {self.steps} "
-                f"control steps each in {self.engine}: {runs * self.steps} steps")
+    cost: str
+    """What the ranking ran, e.g. "31 suspects + the card as written, 2 episodes of 100 control
+    steps each in mujoco: 6400 steps"."""
 
     def hint(self) -> str:
         """One line naming the best suspect (or saying none explains the mismatch)."""
@@ -106,12 +99,12 @@ class SuspectRanking:
         best = self.scores[0]
         claims = ", ".join(self.targets)
         if best.recovered < 0.5:
-            return (f"no single card fix recovers the claimed {claims} (best: {best.suspect}, "
+            return (f"no single card fix recovers the target {claims} (best: {best.suspect}, "
                     f"{100 * best.recovered:.0f} %; ranked {self.cost})")
-        change = "; ".join(f"{k} {_num(self.baseline[k])} -> {_num(best.values[k])} (claimed {_num(v)})"
+        change = "; ".join(f"{k} {_num(self.baseline[k])} -> {_num(best.values[k])} (target {_num(v)})"
                            for k, v in self.targets.items())
         others = ", ".join(f"{s.suspect} ({100 * s.recovered:.0f} %)" for s in self.scores[1:3])
-        return (f"most likely: {best.suspect} - it removes {100 * best.recovered:.0f} % of the distance to the claims "
+        return (f"most likely: {best.suspect} - it removes {100 * best.recovered:.0f} % of the distance to the target "
                 f"({change}); next: {others} (ranked {self.cost})")
 
 
@@ -221,7 +214,52 @@ def rank_suspects(card, policy, *, engine: str = "mujoco", episodes: int = SUSPE
     finally:
         sim.close()
     scores.sort(key=lambda s: -s.recovered)
-    return SuspectRanking(targets, baseline, tuple(scores), episodes, steps, engine)
+    return SuspectRanking(targets, baseline, tuple(scores), _cost(len(scores), episodes, steps, engine))
+
+
+def _cost(suspects: int, episodes: int, steps: int, engine: str) -> str:
+    runs = (suspects + 1) * episodes
+    return (f"{suspects} suspect{'s' if suspects != 1 else ''} + the card as written, {episodes} episodes of {steps} "
+            f"control steps each in {engine}: {runs * steps} steps")
+
+
+def rank_log_suspects(card, logs) -> SuspectRanking | None:
+    """Rank ``suspects(card)`` against real logs that hold the policy's inputs (``obs.*``): each
+    fix's inputs are rebuilt from the logged states (crosssim.real.conformance.rebuild) and scored
+    by the share of the input error it removes (per term, RMS of logged - rebuilt over the larger
+    RMS, capped at 1, averaged over the terms the logs can check). No simulation runs. None when
+    no log holds inputs."""
+    from crosssim.real.conformance import _need, _rms, rebuild
+    from crosssim.runner.harness import Harness
+
+    with_obs = [log for log in logs if log.obs is not None]
+    if not with_obs:
+        return None
+
+    def error(h) -> float:
+        errs = []
+        for log in with_obs:
+            names, rebuilt, logged = rebuild(h, log)
+            for name, r, lg in zip(names, rebuilt, logged):
+                need = _need(h, name)
+                if need is None or getattr(log, need) is not None:
+                    errs.append(min(_rms(lg - r) / max(_rms(lg), _rms(r), 1e-9), 1.0))
+        return float(np.mean(errs)) if errs else float("nan")
+
+    base = error(Harness.from_card(card))
+    scores = []
+    for label, fixed in suspects(card):
+        try:
+            e = error(Harness.from_card(fixed))
+        except Exception:  # noqa: BLE001 - a fix the harness cannot build explains nothing
+            continue
+        recovered = (base - e) / base if base > 0 and np.isfinite(e) else 0.0
+        scores.append(SuspectScore(label, {"input error": e}, float(recovered)))
+    scores.sort(key=lambda s: -s.recovered)
+    rows = sum(len(log.as_logged) for log in with_obs)
+    cost = (f"{len(scores)} suspects + the card as written, inputs rebuilt from {len(with_obs)} logs "
+            f"({rows} rows), no simulation")
+    return SuspectRanking({"input error": 0.0}, {"input error": base}, tuple(scores), cost)
 
 
 def suspect_hint(plan, reference: str) -> str:
@@ -239,5 +277,15 @@ def suspect_hint(plan, reference: str) -> str:
         except Exception:  # noqa: BLE001 - the reference may be an engine this process cannot open
             ranking = rank_suspects(card, policy, engine="mujoco", seconds=seconds, seed=config.seed)
         return ranking.hint()
+    except Exception as exc:  # noqa: BLE001 - advice never costs the run
+        return f"(suspects not ranked: {type(exc).__name__}: {str(exc)[:200]})"
+
+
+def log_suspect_hint(card, logs) -> str:
+    """The ranked-suspects line for real logs whose inputs the card does not rebuild; a failure to
+    rank is said in the line, never raised."""
+    try:
+        ranking = rank_log_suspects(card, logs)
+        return ranking.hint() if ranking else "no log holds the policy's inputs (obs.*): suspects not ranked"
     except Exception as exc:  # noqa: BLE001 - advice never costs the run
         return f"(suspects not ranked: {type(exc).__name__}: {str(exc)[:200]})"

@@ -37,6 +37,11 @@ def crossval(config: CrossvalConfig, *, progress=None) -> CrossvalRun:
 
         section = real_section(plan.card, config.engines, logs, trust=config.trust_policy_code,
                                log_dir=str(config.real), progress=progress, harness=plan.harness)
+        conf = section.get("conformance")
+        if conf and not conf.get("ok", True):  # the logged inputs differ: which card fix explains it
+            from crosssim.diagnose import log_suspect_hint
+
+            section["suspects"] = log_suspect_hint(plan.card, logs)
         summary = dataclasses.replace(summary, real=section)
         write_summary(plan.out, summary)
     report = error = None
