@@ -90,6 +90,11 @@ def test_g1_lockstep_through_the_sandbox():
 
     if unavailable():
         pytest.skip(f"policy sandbox unavailable: {unavailable()}")
+    from crosssim.policies.sandbox import SandboxedPolicy
+
+    sandboxed = SandboxedPolicy("torchscript", MOTION, obs_size=47)
+    assert sandboxed.batchable  # rebuilt after the lockdown (nothing new may be imported there)
+    sandboxed.close()
     base = dict(card_path=str(G1), profile="mujoco", episodes=((0, 0), (1, 1)), max_steps=40)
     single, batched = _rows(EngineJob(**base)), _rows(EngineJob(**base, batch=True))
     for k, row in single.items():
