@@ -178,15 +178,22 @@ def dose_response(risk, engines: list[str]) -> str:
             ys = [1.0] + [p.retained for p in pts]
             lo = [0.0] + [p.retained - p.retained_ci95[0] for p in pts]
             hi = [0.0] + [p.retained_ci95[1] - p.retained for p in pts]
-            ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], marker="o", ms=4, capsize=2,
-                        color=COLORS[k % 7], label=e)
+            ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], marker=MARKERS[k % len(MARKERS)], ms=4,
+                        capsize=2, label=e, **style(k))
         ax.axhline(risk.thresholds.get("pass_fraction", 0.9), color="grey", ls=":", lw=1)
         if np.isfinite(c.margin):
             ax.axvline(c.margin, color="black", lw=1, label="margin")
         if c.gap is not None:
-            ax.axvline(c.gap, color="#d62728", ls="--", lw=1, label="expected gap")
+            ax.axvline(c.gap, color="#bf8700", ls=(0, (4, 2)), lw=1.2, label="expected gap")  # no engine's colour
         ax.set_title(name, fontsize=9)
         ax.set_xlabel("severity (1 = typical gap)", fontsize=8)
         ax.set_ylabel(f"share of nominal {risk.metric}", fontsize=8)
-    axes[0][0].legend(fontsize=7)
+    # One legend under the panels, with the margin and gap lines wherever a panel drew them.
+    handles = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(len(handles), 5), fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, min(0.3, 0.5 / fig.get_figheight()), 1, 1))
     return _data_uri(plt, fig)

@@ -136,8 +136,10 @@ def outcome(row, legged: bool, period: float | None) -> tuple[str, bool]:
     if isinstance(row.failure, str) and row.failure:
         return f"no result: {row.failure}", True
     at = f" at t = {row.length * period:.2f} s" if period else f" after {row.length} steps"
+    reason = getattr(row, "termination_reason", None)  # the task's own words, where the run stored them
+    known = isinstance(reason, str) and reason not in ("", "time_limit", "failure", "terminated (no reason reported)")
     if bool(row.terminated):
-        return ("fell" if legged else "terminated (left the task's healthy range)") + at, True
+        return (reason if known else "fell" if legged else "terminated (left the task's healthy range)") + at, True
     return "ran to the step limit", False
 
 
