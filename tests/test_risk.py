@@ -169,3 +169,36 @@ def test_domain_randomised_policy_has_more_headroom(tmp_path):
                                           out=str(tmp_path / name), report=False)).summary
         headroom[name] = summary.risk.aggregate.headroom
     assert headroom["dr"] > headroom["nodr"], headroom
+
+
+def test_worker_and_parent_visit_the_same_rungs():
+    """The sweep search runs in an engine worker (here the JSON-lines one, as for a profile's own
+    interpreter); replaying it on the rows the worker sent visits exactly the rungs it ran."""
+    import json
+    import math
+    import subprocess
+
+    from crosssim.runner.harness import Harness
+    from crosssim.runner.workers import EngineJob, payload_frame
+    from crosssim.sweep import search_family
+
+    if not HOPPER.exists():
+        pytest.skip("default hopper policy not present")
+    sweeps = tuple((n, tuple((lad.condition(k), lad.fields(k)) for k in range(1, lad.rungs + 1)))
+                   for n, lad in LADDERS.items())
+    job = EngineJob(str(HOPPER), "mujoco", ((0, 0), (1, 1)), max_steps=50, sweeps=sweeps,
+                    sweep_episodes=((0, 0), (1, 1)))
+    payload = dataclasses.asdict(job) | {"skip": []}
+    proc = subprocess.run([sys.executable, "-m", "crosssim.runner.stdio_worker"], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = [m["payload"] for m in map(json.loads, proc.stdout.splitlines()) if m["kind"] == "row"]
+    ran = {(r["condition"], r["episode"]): r for r in rows}
+    task = Harness.from_card(load_card(HOPPER)).task
+    metric = lambda ps: task.metric_values(payload_frame(ps), "return")  # noqa: E731
+    replayed = set()
+    for family, rungs in sweeps:
+        visited = search_family(rungs, lambda c, f: [ran.get((c, i)) for i in (0, 1)], metric)
+        assert 1 <= len(visited) <= math.ceil(math.log2(len(rungs) + 1))
+        replayed |= {rungs[k - 1][0] for k, _ in visited}
+    assert replayed == {c for c, _ in ran} - {"nominal"}
