@@ -222,6 +222,15 @@ def test_rlzoo_folder_becomes_a_card_with_its_statistics_and_an_explicit_task_ve
     assert any("run as crosssim's Hopper-v4" in n for n in imported.notes) and not imported.incomplete
 
 
+def test_rlzoo_ant_v3_runs_as_v4_with_its_contact_forces_zeroed(tmp_path, monkeypatch):
+    imported = import_card(_zoo(tmp_path, monkeypatch, env="Ant-v3", size=111))
+    card = write_card(imported, tmp_path / "card.yaml")
+    assert card.task == "Ant-v4" and card.task_options == {"contact_forces": "zeroed"}
+    assert Harness.from_card(card).obs_size == 111  # what mujoco-py's Ant-v3 agents were fed
+    assert card.control_period == pytest.approx(0.05)
+    assert any("zeroed" in n for n in imported.notes)
+
+
 def test_rlzoo_time_feature_wrapper_appends_the_time_feature_to_the_task_observation(tmp_path, monkeypatch):
     wrapper = {"sb3_contrib.common.wrappers.TimeFeatureWrapper": {"max_steps": 500}}
     imported = import_card(_zoo(tmp_path, monkeypatch, config={"env_wrapper": [wrapper]}, size=12))
@@ -344,3 +353,10 @@ def test_real_g1_deploy_config_reproduces_the_hand_written_card(tmp_path):
         assert not r.terminated and r.failure is None, (name, r.termination_reason, r.failure)
         speeds[name] = r.x_velocity
     assert speeds["imported"] == pytest.approx(speeds["hand"], abs=0.02), speeds
+
+
+@requires_fixtures
+def test_real_rlzoo_model_zip_given_as_source_is_the_policy(tmp_path):
+    imported = import_card(FIXTURES / "rl-zoo" / "a2c" / "Hopper-v3_1" / "best_model.zip")
+    assert imported.kind == "rlzoo" and imported.card["policy"]["file"].endswith("Hopper-v3_1/best_model.zip")
+    assert write_card(imported, tmp_path / "card.yaml").task == "Hopper-v4"

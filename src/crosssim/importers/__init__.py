@@ -30,6 +30,8 @@ def detect(source: Path) -> str:
         return "rlzoo"
     if source.name in ("config.yml", "args.yml", "vecnormalize.pkl", "env_kwargs.yml"):
         return "rlzoo"
+    if source.suffix == ".zip" and any(source.parent.glob("*/config.yml")):
+        return "rlzoo"  # the agent's model beside its RL-Zoo folder
     try:
         doc = load_yaml(source, what="export")
     except Exception as exc:  # noqa: BLE001 - RL-Zoo YAML carries python tags; say what was tried

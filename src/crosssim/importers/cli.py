@@ -50,7 +50,9 @@ def add_commands(sub) -> None:
     """Add ``card import`` to crosssim's subcommand parser."""
     card = sub.add_parser("card", help="policy cards: import one from another tool's files")
     csub = card.add_subparsers(dest="card_command", required=True, metavar="COMMAND")
-    c = csub.add_parser("import", help="write a card from Isaac Lab IO descriptors, a unitree_rl_gym deploy "
-                        "config or an RL-Zoo folder", description=cmd_card_import.__doc__)
+    text = "write a card from Isaac Lab IO descriptors, a unitree_rl_gym deploy config or an RL-Zoo folder"
+    c = csub.add_parser("import", help=text, description=text + ". What the source holds that the card cannot "
+                        "carry is listed on stderr, one line each; the card is loaded back and its harness built. "
+                        "Exit 1 when the card is incomplete (written for editing).")
     add_options(c, CardImportConfig)
     c.set_defaults(func=cmd_card_import)

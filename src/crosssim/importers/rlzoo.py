@@ -95,6 +95,10 @@ def _wrappers(value) -> list[tuple[str, dict]]:
 
 
 def read_rlzoo(source: Path, *, policy: Path | None = None, robot: Path | None = None) -> Imported:
+    """A card from an RL-Zoo agent: its folder, the folder holding config.yml, a file in it, or the
+    model zip beside it (then that zip is the policy)."""
+    if source.suffix == ".zip" and policy is None:
+        policy = source
     folder = _config_folder(source)
     out = Imported({}, folder, "rlzoo")
     args = _yaml(folder / "args.yml", "args.yml") if (folder / "args.yml").is_file() else {}
