@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate multisim clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -55,3 +55,8 @@ validate: $(STAMP)
 # Multi-engine training experiment (docs/multisim.md): trains 4 recipes x 4 seeds (cached), then evaluates.
 multisim: $(STAMP)
 	$(PY) bench/multisim.py --seeds 0,1,2,3 $(ARGS)
+
+# Corrections experiment (docs/correction.md): operator corrections on a slippery floor -> a residual ->
+# base vs corrected, where the corrections were collected and where they were not; reports/correct/.
+correct: $(STAMP)
+	$(PY) scripts/correct_experiment.py $(ARGS)

@@ -63,6 +63,18 @@ def cmd_train(args) -> int:
     return EXIT_OK
 
 
+def _widths(text: str) -> tuple[int, ...]:
+    import argparse
+
+    try:
+        widths = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        widths = ()
+    if not widths or min(widths) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give layer widths as positive whole numbers, e.g. 64,64")
+    return widths
+
+
 @dataclass(frozen=True, kw_only=True)
 class CollectConfig:
     policy: str = option(help="Policy card to run.")
@@ -90,7 +102,7 @@ class CorrectTrainConfig:
     logs: str = option(help="Folder of logs with interventions (crosssim correct collect, or a robot's).")
     policy: str = option(help="The base policy's card (the policy that ran when the logs were taken).")
     out: str = option(help="Folder for the composed policy (policy.pt, card.yaml).")
-    hidden: tuple[int, ...] = option((64, 64), parse=lambda t: tuple(int(v) for v in t.split(",")),
+    hidden: tuple[int, ...] = option((64, 64), parse=_widths,
                                      help="Hidden layer widths of the residual and the gate, comma-separated.")
     epochs: int = option(300, parse=options.whole(1), help="Passes over the logged steps (Adam).")
     lr: float = option(1e-3, parse=options.positive_number(), help="Adam learning rate.")
