@@ -176,13 +176,9 @@ def payload_frame(payloads):
 def _worker_main(job: EngineJob, q) -> None:
     if job.log:
         _to_log(job.log)
+    # One intra-op thread for a policy run in this process: torch reads it when first imported, so
+    # a worker whose policy runs in the sandbox (or needs no torch) never pays torch's import.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        import torch
-
-        torch.set_num_threads(1)
-    except ImportError:
-        pass
     execute_job(job, lambda kind, payload: q.put((kind, payload)))
 
 
