@@ -42,12 +42,15 @@ def clipped_drop(base: float, value: float) -> float:
 
 def engine_weights(nominal: np.ndarray, ref: int) -> np.ndarray:
     """How far each engine's sensitivity can be trusted: the share of the reference performance the
-    policy reaches there with no gap (1 for the reference, near 0 where the policy already fails)."""
+    policy reaches there with no gap (1 for the reference, near 0 where the policy already fails),
+    measured as the sweeps measure a rung (``sweep.retained``), so a metric below zero (Reacher's
+    return) weighs engines too: the ratio of two negative numbers would not."""
     base = nominal[ref]
-    if not (np.isfinite(base) and base > 0):
+    if not (np.isfinite(base) and base != 0):
         weights = np.zeros(len(nominal))
     else:
-        weights = np.clip(np.nan_to_num(nominal / base, nan=0.0), 0.0, 1.0)
+        share = 1.0 - (base - np.asarray(nominal, float)) / abs(base)
+        weights = np.clip(np.nan_to_num(share, nan=0.0), 0.0, 1.0)
     weights[ref] = 1.0
     return weights
 
