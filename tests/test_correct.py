@@ -46,7 +46,8 @@ def test_collected_logs_validate_and_carry_interventions(logs, capsys):
     assert not np.allclose(log.applied_action[on], log.action[on])
 
 
-def test_train_composes_base_plus_residual_step_for_step(logs, tmp_path):
+@pytest.mark.parametrize("gate", [True, False])
+def test_train_composes_base_plus_residual_step_for_step(logs, tmp_path, gate):
     import torch
 
     from crosssim.card import load_card
@@ -56,7 +57,7 @@ def test_train_composes_base_plus_residual_step_for_step(logs, tmp_path):
     from crosssim.real.logs import read_log
     from crosssim.runner.harness import Harness
 
-    config = TrainConfig(epochs=20, seed=1)
+    config = TrainConfig(epochs=20, seed=1, gate=gate)
     record = train(logs, BASE, tmp_path / "corrected", config)
     assert record["logs"]["interventions"] > 0 and len(record["logs"]["files"]) == 3
     assert record["losses"]["residual_mse_interventions"] < record["losses"]["delta_ms_interventions"]
@@ -68,13 +69,14 @@ def test_train_composes_base_plus_residual_step_for_step(logs, tmp_path):
     base_card = load_card(BASE)
     base = load_policy(base_card, obs_size=harness.obs_size, action_size=harness.action_size)
     # the same residual again (same seed, same data): the composed file holds exactly it
-    residual, gate, _ = fit_residual(read_corrections(logs, base_card, harness), config)
+    residual, g, _ = fit_residual(read_corrections(logs, base_card, harness), config)
+    assert (g is not None) == gate
     obs = read_log(sorted(logs.glob("*.parquet"))[0]).obs
     differs = 0
     for o in obs:
         x = torch.as_tensor(base_card.normalization(o), dtype=torch.float32)[None]
         with torch.no_grad():
-            r = (residual(x) * torch.sigmoid(gate(x)))[0].numpy()
+            r = (residual(x) * (torch.sigmoid(g(x)) if gate else 1.0))[0].numpy()
         want = np.clip(base.act(o) + r, -1.0, 1.0)
         np.testing.assert_allclose(composed.act(o), want, atol=2e-5)
         differs += not np.allclose(composed.act(o), base.act(o), atol=1e-3)
@@ -171,3 +173,16 @@ def test_the_operator_hands_back_after_hold_clear_steps():
     trigger = Trigger(parse_condition("height<1.0"), Harness.from_card(load_card(BASE)), hold=3)
     frames = [SimpleNamespace(base_pos=np.array([0, 0, z])) for z in (1.2, 0.9, 1.1, 1.1, 1.1, 1.1)]
     assert [trigger.update(f, {}) for f in frames] == [False, True, True, True, False, False]
+
+
+def test_collect_command_writes_logs_in_a_perturbed_profile(tmp_path, capsys):
+    assert main(["correct", "collect", "--policy", str(BASE), "--perturb", "friction_scale=0.3", "--takeover",
+                 "|joint:rooty|>0.05", "--episodes", "1", "--steps", "30", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "mujoco-friction_scale0.3:" in out and "intervention rate" in out
+    side = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert side["operator"].startswith("scripted hold") and "rooty" in side["operator"]
+    assert main(["correct", "collect", "--policy", str(BASE), "--perturb", "friction_scale", "--takeover",
+                 "tilt>1", "--episodes", "1", "--steps", "2"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--perturb: cannot read 'friction_scale'" in err[0]

@@ -118,22 +118,28 @@ class Trigger:
 
 
 class HoldOperator:
-    """Scripted operator: PD on the policy joints towards ``pose`` (rad or m, policy joint order),
-    in raw action units, clipped to the card's action range (a steadying hand, not a planner)."""
+    """Scripted operator, a steadying hand rather than a planner. Torque (motor) cards: PD on the
+    policy joints towards ``pose`` (rad or m, policy joint order) in raw action units, clipped to
+    the card's action range. Position-target (pd, position) cards: the raw action 0, i.e. the
+    card's default pose held by the robot's own joint controllers (stand still)."""
 
     def __init__(self, harness, *, kp: float, kd: float, pose: np.ndarray | None = None):
         c = harness.canonical
+        self.targets = harness.actuation.mode != "motor"
         self.qadr, self.dadr = c.joint_qposadr[harness.joints], c.joint_dofadr[harness.joints]
         self.kp, self.kd = float(kp), float(kd)
         self.pose = np.zeros(len(self.qadr)) if pose is None else np.asarray(pose, float)
         clip = harness.card.action.clip if harness.card is not None and harness.card.action.clip else (-1.0, 1.0)
         self.low, self.high = clip
-        self.name = f"scripted hold (kp {self.kp:g}, kd {self.kd:g})"
+        self.name = ("scripted stand (the default pose)" if self.targets
+                     else f"scripted hold (kp {self.kp:g}, kd {self.kd:g})")
 
     def reset(self) -> None:
         pass
 
     def act(self, frame, obs: np.ndarray) -> np.ndarray:
+        if self.targets:
+            return np.clip(np.zeros(len(self.qadr)), self.low, self.high)
         q, dq = frame.qpos[self.qadr], frame.qvel[self.dadr]
         return np.clip(self.kp * (self.pose - q) - self.kd * dq, self.low, self.high)
 
