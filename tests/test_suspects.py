@@ -106,3 +106,16 @@ def test_real_logs_rank_the_card_fix_that_rebuilds_the_logged_inputs(tmp_path):
     assert ranking.scores[0].suspect == "observation.terms[1] (joint_vel) sign flipped", ranking.hint()
     assert ranking.scores[0].recovered > 0.9 and ranking.scores[1].recovered < 0.6
     assert "no simulation" in ranking.hint()
+
+
+@requires_fixtures
+def test_g1_card_with_the_wrong_history_layout_names_it_first(tmp_path):
+    """The G1 policy behind a 2-frame frame-major history, carded as term-major: the layout fix
+    removes 95 % of the distance, the next suspect 3 % (measured)."""
+    from test_robots import _history_wrapper
+
+    hand = load_card(CARDS / "robots" / "unitree-g1.yaml")
+    ranking = _g1_ranking(policy_file=_history_wrapper(tmp_path),
+                          observation=dataclasses.replace(hand.observation, history=2, layout="term_major"))
+    assert ranking.scores[0].suspect == "observation.history.layout term_major -> frame_major", ranking.hint()
+    assert ranking.scores[0].recovered > 0.8 and ranking.scores[1].recovered < 0.3
