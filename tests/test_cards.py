@@ -23,7 +23,7 @@ BASE = "name: x\ntask: Hopper\npolicy:\n  file: model.zip\n  format: sb3\n"
     ("task: Hoper\npolicy: {file: model.zip, format: sb3}\n", r"field 'task' is 'Hoper'; known tasks"),
     ("task: Hopper\npolicy: {file: model.zip, format: pickle}\n", r"field 'policy.format' is 'pickle'"),
     ("task: Hopper\npolicy: {file: nope.zip, format: sb3}\n", r"field 'policy.file' points to .*nope.zip"),
-    (BASE + "control_period: fast\n", r"field 'control_period' must be int/float, got str"),
+    (BASE + "control_period: fast\n", r"field 'control_period' must be a number, got str 'fast'"),
     (BASE + "control_period: -1\n", r"field 'control_period' must be > 0"),
     (BASE + "action: {mode: pd}\n", r"field 'action.kp' is required"),
     (BASE + "action: {mode: velocity}\n", r"field 'action.mode' is 'velocity'"),

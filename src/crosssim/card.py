@@ -1,7 +1,9 @@
 """Policy cards: the YAML next to the weights that states what peers leave implicit.
 
-Schema (version 1) is documented in README.md ("Policy cards"). Every validation error names
-the card file and the field, and says what would be accepted.
+The structure of version 1 (sections, keys, types) is the pydantic model in crosssim.card_schema,
+checked first; this module checks what the values mean. README.md ("Policy cards") is generated
+from the model. Every validation error names the card file and the field, and says what would be
+accepted.
 """
 
 from __future__ import annotations
@@ -12,34 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from crosssim.card_schema import ACTION_MODES, FIRST_CALLS, HISTORY_FILLS, MAX_HISTORY, check_structure
+from crosssim.card_schema import FIELDS  # noqa: F401  (re-exported: every key a card may hold)
 from crosssim.errors import CardError, CrossSimError
-from crosssim.normalize import FIELDS as NORMALIZE_FIELDS
 from crosssim.normalize import ObservationNormalizer as Normalization
 from crosssim.normalize import normalizer_from_card
 from crosssim.text import printable
 
-ACTION_MODES = ("motor", "pd", "position")
 CARD_NAMES = ("card.yaml", "card.yml", "policy.yaml")
-FIELDS = {
-    "": ("card_version", "name", "task", "robot", "policy", "observation", "action", "control_period",
-         "trained_in", "validated_in", "claimed", "joints", "task_options", "training", "metric",
-         "physics_timestep", "first_call", "deployment"),
-    "policy": ("file", "format", "algo", "activation", "output", "module_id"),
-    "observation": ("normalize", "terms", "history", "quaternion_order"),
-    "observation.normalize": NORMALIZE_FIELDS,
-    "observation.history": ("length", "layout", "fill"),
-    "action": ("mode", "clip", "scale", "kp", "kd", "default_pos", "torque_limit"),
-    "claimed": ("return", "x_velocity", "survival"),
-}
-"""Every key a version-1 card may hold, per section (``training`` and ``task_options`` are free-form
-here: training is provenance only, task options are checked by the task)."""
-MAX_HISTORY = 1000
-"""Most frames an observation history may stack (deployed policies use up to a few dozen)."""
-FIRST_CALLS = ("reset", "after_one_period")
-"""``first_call``: the policy's first call at reset (t = 0), or after one control period holding a
-zero action (Unitree's deploy_mujoco.py steps ``control_decimation`` physics steps first)."""
-HISTORY_FILLS = ("first_frame", "zeros")
-"""``observation.history.fill``: what the history holds before the first call."""
 UNUSED_BY_MODE = {"motor": ("scale", "kp", "kd", "default_pos", "torque_limit"), "position": ("kp", "kd"), "pd": ()}
 """Action fields a mode would silently ignore: motor maps gear x action; position uses the MJCF's gains."""
 
@@ -159,19 +141,6 @@ def _floats(value, where: Path, name: str, size: int | None = None) -> list[floa
     return arr
 
 
-def _check_keys(d: dict, section: str, where: Path) -> None:
-    """Refuse keys a version-1 card does not have: a typo would otherwise be silently ignored."""
-    from crosssim.strictload import did_you_mean
-
-    known = FIELDS[section]
-    prefix = f"{section}." if section else ""
-    for key in d:
-        if key in known:
-            continue
-        raise CardError(f"{where}: field '{prefix}{printable(str(key), 60)}' is not known; "
-                        f"{did_you_mean(key, known, prefix)}")
-
-
 def _repo_root(folder: Path) -> Path | None:
     for p in (folder, *folder.parents):
         if (p / ".git").exists():
@@ -204,12 +173,11 @@ def _load_raw(where: Path) -> dict:
     found = bad_text(raw)
     if found:
         raise CardError(f"{where}: field '{found[0]}' holds {found[1]}; write it as plain UTF-8 text")
-    _check_keys(raw, "", where)
+    check_structure(raw, where)  # sections, keys and types (crosssim.card_schema); meanings below
     return raw
 
 
 def _action(act: dict, where: Path) -> ActionSpec:
-    _check_keys(act, "action", where)
     mode = _get(act, "mode", str, where, default="motor", prefix="action.")
     if mode not in ACTION_MODES:
         raise CardError(f"{where}: field 'action.mode' is {mode!r}; one of {', '.join(ACTION_MODES)}")
@@ -249,7 +217,6 @@ def _action(act: dict, where: Path) -> ActionSpec:
 
 def _claims(raw: dict, where: Path) -> dict[str, float]:
     claimed = _get(raw, "claimed", dict, where, default={})
-    _check_keys(claimed, "claimed", where)
     out = {}
     for key in claimed:
         value = _get(claimed, key, (int, float), where, prefix="claimed.")
@@ -264,16 +231,13 @@ def _claims(raw: dict, where: Path) -> dict[str, float]:
 
 
 def _observation(obs: dict, where: Path) -> tuple[ObservationSpec, Normalization | None]:
-    _check_keys(obs, "observation", where)
     norm = _get(obs, "normalize", dict, where, prefix="observation.")
     normalization = None
     if norm is not None:
-        _check_keys(norm, "observation.normalize", where)
         normalization = normalizer_from_card(norm, where)
     history = _get(obs, "history", (int, dict), where, default=1, prefix="observation.")
     if isinstance(history, int):
         history = {"length": history}
-    _check_keys(history, "observation.history", where)
     length = history.get("length", 1)
     if isinstance(length, bool) or not isinstance(length, int) or not 1 <= length <= MAX_HISTORY:
         raise CardError(f"{where}: field 'observation.history.length' must be an integer from 1 to {MAX_HISTORY}, "
@@ -317,7 +281,6 @@ def load_card(path: str | Path) -> Card:
         detail = f"known tasks: {sorted(registered_tasks())}" if str(exc).startswith("unknown task") else str(exc)
         raise CardError(f"{where}: field 'task' is {task!r}; {detail}") from None
     pol = _get(raw, "policy", dict, where, required=True)
-    _check_keys(pol, "policy", where)
     fmt = _get(pol, "format", str, where, required=True, prefix="policy.")
     from crosssim.policies.formats import policy_formats  # the registry: built-ins and plugins
 

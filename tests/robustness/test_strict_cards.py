@@ -159,8 +159,8 @@ VALUES = [
     ("infinite control period", {"control_period": float("inf")}, "'control_period' must be > 0 seconds, got inf"),
     ("claimed survival 2", {"claimed": {"survival": 2}}, "'claimed.survival' is 2; it is the fraction"),
     ("claimed return nan", {"claimed": {"return": float("nan")}}, "'claimed.return' is nan"),
-    ("card_version true", {"card_version": True}, "'card_version' is True"),
-    ("validated_in numbers", {"validated_in": [1, 2]}, "'validated_in' must be a list of engine names"),
+    ("card_version true", {"card_version": True}, "'card_version' must be an integer, got bool True"),
+    ("validated_in numbers", {"validated_in": [1, 2]}, "'validated_in[0]' must be text, got int 1"),
 ]
 
 

@@ -46,9 +46,18 @@ def cmd_card_import(args) -> int:
     return EXIT_OK
 
 
+def cmd_card_schema(args) -> int:
+    """Print the card's JSON Schema (crosssim.card_schema) for editors, e.g. yaml-language-server's
+    ``# yaml-language-server: $schema=<file>`` line at the top of a card."""
+    from crosssim.card_schema import json_schema_text
+
+    sys.stdout.write(json_schema_text())
+    return EXIT_OK
+
+
 def add_commands(sub) -> None:
-    """Add ``card import`` to crosssim's subcommand parser."""
-    card = sub.add_parser("card", help="policy cards: import one from another tool's files")
+    """Add ``card import`` and ``card schema`` to crosssim's subcommand parser."""
+    card = sub.add_parser("card", help="policy cards: import one from another tool's files, print their JSON Schema")
     csub = card.add_subparsers(dest="card_command", required=True, metavar="COMMAND")
     text = "write a card from Isaac Lab IO descriptors, a unitree_rl_gym deploy config or an RL-Zoo folder"
     c = csub.add_parser("import", help=text, description=text + ". What the source holds that the card cannot "
@@ -56,3 +65,5 @@ def add_commands(sub) -> None:
                         "Exit 1 when the card is incomplete (written for editing).")
     add_options(c, CardImportConfig)
     c.set_defaults(func=cmd_card_import)
+    s = csub.add_parser("schema", help="print the card's JSON Schema (for editors)", description=cmd_card_schema.__doc__)
+    s.set_defaults(func=cmd_card_schema)
