@@ -75,7 +75,7 @@ def test_a_misspelt_required_field_is_named_before_its_absence(tmp_path):
     ("observation: {history: abc}\n", "field 'observation.history' must be an integer or a mapping, got str 'abc'"),
     ("joints: [hip, 3]\n", "field 'joints[1]' must be text, got int 3"),
     ("action: {clip: [-1, 0, 1]}\n", "field 'action.clip' has 3 values, expected 2"),
-    ("observation: {quaternion_order: zyxw}\n", "field 'observation.quaternion_order' is 'zyxw'; use 'wxyz' or 'xyzw'"),
+    ("observation: {quaternion_order: zyxw}\n", "field 'observation.quaternion_order' is 'zyxw'; use wxyz or xyzw"),
     ("claimed: {return: true}\n", "field 'claimed.return' must be a number, got bool True"),
     ("policy: 3\n", "field 'policy' must be a mapping, got int 3"),
 ], ids=["history text", "joint number", "clip of 3", "quaternion order", "bool return", "policy number"])

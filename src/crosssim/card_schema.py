@@ -256,7 +256,8 @@ def _message(errors: list[dict]) -> str:
     if kind == "missing" or value is None:
         return f"missing required field '{_show(path)}'"
     if kind == "literal_error":
-        return f"field '{_show(path)}' is {value!r:.40}; use {error['ctx']['expected']}"
+        choices = error["ctx"]["expected"].replace("'", "")  # 'a' or 'b' -> a or b, as the README writes them
+        return f"field '{_show(path)}' is {value!r:.40}; use {choices}"
     if kind in ("too_short", "too_long"):
         size = error["ctx"].get("min_length", error["ctx"].get("max_length"))
         return f"field '{_show(path)}' has {len(value)} values, expected {size}"

@@ -123,8 +123,8 @@ def test_policy_size_mismatch(tmp_path, good_policy, name, file, fmt, make, mess
 
 CARDS = [
     ("card missing task", {"task": None}, "missing required field 'task'"),
-    ("card policy not a mapping", {"policy": "policy.pt"}, "field 'policy' must be dict"),
-    ("card wrong type", {"control_period": "0.008s"}, "field 'control_period' must be int/float"),
+    ("card policy not a mapping", {"policy": "policy.pt"}, "field 'policy' must be a mapping, got str"),
+    ("card wrong type", {"control_period": "0.008s"}, "field 'control_period' must be a number, got str"),
     ("card unknown term", {"observation": {"terms": ["joint_pos", "foot_contacts"]}}, "'foot_contacts', not a known term"),
     ("card nonexistent robot", {"robot": "robots/nope.xml"}, "field 'robot'"),
     ("card unknown claim", {"claimed": {"speed": 1.0}}, "field 'claimed.speed' is not known"),
