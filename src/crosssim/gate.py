@@ -128,6 +128,21 @@ def _apart(low_side, high_side) -> bool:
                 and low_side[1] < high_side[0])
 
 
+def _milder_gaps(risk, base_risk) -> list[str]:
+    """Gap families where ``risk`` expects a smaller deployment gap [severity] than ``base_risk``
+    ("family gap A < B"); empty when either has no risk numbers (a harness mismatch, --no-risk)."""
+    if risk is None or base_risk is None or not risk.components or not base_risk.components:
+        return []
+    out = []
+    for family, base in base_risk.components.items():
+        mine = risk.components.get(family)
+        want = base.gap or 0.0
+        got = (mine.gap or 0.0) if mine is not None else 0.0
+        if got < want - 1e-9:
+            out.append(f"{family} gap {got:.3g} < {want:.3g}")
+    return out
+
+
 def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None = None) -> Decision:
     """PASS / WARN / FAIL from one run's summary (and the baseline's, if given). Pure.
 
@@ -167,6 +182,14 @@ def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None 
             checks.append(Check("risk vs baseline", WARN if worse else PASS,
                                 f"aggregate risk {number(agg.drop)}{_ci(agg.ci95)} vs baseline "
                                 f"{number(base_agg.drop)}{_ci(base_agg.ci95)} ({rise:+.2f})"))
+        milder = _milder_gaps(risk, baseline.risk)
+        if milder:
+            # The expected gap decides the verdict and the aggregate risk as a threshold does; like
+            # the reference engine above, the pull request's card must not be able to lower it.
+            checks.append(Check("deployment gap", FAIL,
+                                f"the pull request's card expects a milder deployment gap than the base branch's "
+                                f"({'; '.join(milder)}): its risk is measured against a lower bar. Change the card's "
+                                "deployment section in a pull request of its own, reviewed as a change of threshold"))
     if risk is not None and risk.verdict == "harness mismatch":  # no risk numbers exist then: the mismatch is the finding
         checks.append(Check("harness check", FAIL, risk.message))
     for e, s in engines.items():
