@@ -47,6 +47,7 @@ TYPOS = [
     ("observation: {history: {length: 2, fil: zeros}}\n",
      "field 'observation.history.fil' is not known; did you mean 'observation.history.fill'?"),
     ("physics_timstep: 0.001\n", "did you mean 'physics_timestep'?"),
+    ("action: {int: 3}\n", "field 'action.int' is not known; known: mode, clip"),  # "int" is also a union tag
 ]
 
 
@@ -87,6 +88,15 @@ def test_wrong_types_name_the_field_path(tmp_path, extra, needle):
     with pytest.raises(CardError) as info:
         load_card(path)
     assert str(info.value) == f"{path}: {needle}"
+
+
+def test_sections_checked_elsewhere_agree_with_the_model():
+    """The deployment file and the statistics file are read by their own modules with these keys."""
+    from crosssim.deployment import KEYS
+    from crosssim.normalize import FIELDS as NORMALIZE_FIELDS
+
+    assert FIELDS["deployment"] == KEYS
+    assert FIELDS["observation.normalize"] == NORMALIZE_FIELDS
 
 
 def test_card_schema_command_prints_the_schema():

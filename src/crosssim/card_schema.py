@@ -216,12 +216,13 @@ _TYPE_NAMES = {"int_type": "an integer", "float_type": "a number", "string_type"
                "literal_error": None, "missing": None}
 
 
-def _path(loc) -> tuple[list, bool]:
+def _path(loc, keep_last: bool = False) -> list:
     """The card's field path of a pydantic error location, without pydantic's union-member tags."""
     tags = {"int", "float", "str", "dict[str,any]"} | {m.__name__ for m in (*SECTIONS.values(), TermEntry)}
     out = []
-    for part in loc:
-        if isinstance(part, str) and (part in tags or "[" in part):
+    for k, part in enumerate(loc):
+        # The last part of an unknown key's location is the user's key, whatever it says ("int:").
+        if isinstance(part, str) and (part in tags or "[" in part) and not (keep_last and k == len(loc) - 1):
             continue
         out.append(part)
     return out
@@ -241,7 +242,7 @@ def _message(errors: list[dict]) -> str:
     # A union reports one error per member: the deepest path is the member whose shape matched.
     # An unknown key goes first: beside a missing required field it is usually its typo (tsak: -> task).
     errors = [e for e in errors if e["type"] == "extra_forbidden"] or errors
-    paths = [_path(e["loc"]) for e in errors]
+    paths = [_path(e["loc"], keep_last=e["type"] in ("extra_forbidden", "invalid_key")) for e in errors]
     depth = max(len(p) for p in paths)
     first = next(i for i, p in enumerate(paths) if len(p) == depth)
     error, path = errors[first], paths[first]
