@@ -17,6 +17,8 @@ def test_left_right_swap_exchanges_the_first_pair_of_side_names_found():
     assert _swap_sides(("left_hip", "left_knee", "right_hip", "right_knee")) == (
         "right_hip", "right_knee", "left_hip", "left_knee")
     assert _swap_sides(("FL_calf", "FR_calf", "RL_calf", "RR_calf")) == ("FR_calf", "FL_calf", "RR_calf", "RL_calf")
+    assert _swap_sides(("LF_HAA", "RF_HAA", "LH_HAA", "RH_HAA")) == ("RF_HAA", "LF_HAA", "RH_HAA", "LH_HAA")
+    assert _swap_sides(("FL_hip", "RL_hip")) is None  # no right side to swap with
     assert _swap_sides(("hip", "knee")) is None
     assert _swap_sides(("left_hip", "knee")) is None  # no right side to swap with
 

@@ -63,9 +63,10 @@ SUSPECT_EPISODES = 2
 """Episodes per suspect (and for the card as written); seeds seed, seed + 1, ... for every suspect."""
 SUSPECT_SECONDS = 2.0
 """Length of each suspect episode [s] of simulated time (at most the task's own episode)."""
-SIDES = (("left", "right"), ("Left", "Right"), ("LEFT", "RIGHT"), ("l_", "r_"), ("L_", "R_"), ("FL", "FR"),
-         ("RL", "RR"), ("HL", "HR"), ("LF", "RF"), ("LH", "RH"))
-"""Name pairs a left/right swap exchanges (the first pair found in the card's joints is used)."""
+SIDES = ((("left", "right"),), (("Left", "Right"),), (("LEFT", "RIGHT"),), (("l_", "r_"),), (("L_", "R_"),),
+         (("FL", "FR"), ("RL", "RR"), ("HL", "HR")), (("LF", "RF"), ("LH", "RH")))
+"""Name pairs a left/right swap exchanges, by naming style (a quadruped's front and hind pairs
+together); the first style found in the card's joints is used."""
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,13 @@ def _num(x: float) -> str:
 
 
 def _swap_sides(joints: tuple[str, ...]) -> tuple[str, ...] | None:
-    for a, b in SIDES:
-        if any(a in j for j in joints) and any(b in j for j in joints):
-            swapped = tuple(j.replace(a, "\0").replace(b, a).replace("\0", b) for j in joints)
-            if sorted(swapped) == sorted(joints) and swapped != joints:
-                return swapped
+    for style in SIDES:
+        swapped = joints
+        for a, b in style:
+            if any(a in j for j in swapped) and any(b in j for j in swapped):
+                swapped = tuple(j.replace(a, "\0").replace(b, a).replace("\0", b) for j in swapped)
+        if swapped != joints and sorted(swapped) == sorted(joints):
+            return swapped
     return None
 
 
