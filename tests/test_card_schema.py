@@ -125,3 +125,24 @@ def test_readme_check_fails_when_a_field_is_missing():
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "card_reference.py"), "--check"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("extra,field", [
+    ("claimed: {survival: 2}\n", "claimed.survival"), ("observation: {history: {length: 1001}}\n",
+                                                       "observation.history.length"),
+    ("control_period: 0\n", "control_period"), ("physics_timestep: 2\n", "physics_timestep"),
+    ("deployment: {motor_strength: 0.99}\n", "deployment.motor_strength"),
+    ("observation: {normalize: {file: s.json, clip: 0}}\n", "observation.normalize.clip"),
+    ("card_version: 2\n", "card_version"),
+])
+def test_editor_ranges_match_the_loader(tmp_path, extra, field):
+    """The bounds the JSON Schema shows an editor are the ones the loader enforces."""
+    (tmp_path / "model.zip").write_bytes(b"")
+    (tmp_path / "s.json").write_text('{"obs_mean": [0.0], "obs_var": [1.0]}')
+    path = tmp_path / "card.yaml"
+    path.write_text(BASE + extra)
+    assert not _validator().is_valid(yaml.safe_load(path.read_text()))
+    with pytest.raises(CardError, match=f"field '{field}'"):
+        load_card(path)
+    path.write_text(BASE)
+    assert _validator().is_valid(yaml.safe_load(path.read_text()))
