@@ -52,14 +52,28 @@ class Target:
     """Further sidecar fields (card, action_delay, applied, ...)."""
 
 
-def _quat(q, order: str) -> np.ndarray:
-    q = np.asarray(q, dtype=float)
+def _numbers(value, group: str, where: str) -> np.ndarray:
+    """A step's value as a flat float vector; LogError naming the step and the key for anything
+    else (text, null, a mapping, nested lists): one line, never a traceback."""
+    try:  # null would become NaN
+        out = None if value is None else np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        out = None
+    if out is None or out.ndim > 1:
+        raise LogError(f"{where}: '{group}' must be a number or a list of numbers, got {json.dumps(value)[:60]}")
+    return np.atleast_1d(out)
+
+
+def _quat(q, order: str, where: str = "") -> np.ndarray:
+    q = _numbers(q, "quat", where)
+    if q.size != 4:
+        raise LogError(f"{where}: 'quat' has {q.size} values; expected 4 ({order})")
     return q if order == "wxyz" else np.array([q[3], q[0], q[1], q[2]])
 
 
 def _columns(rows: dict[str, list], group: str, values, joints, where: str) -> None:
     spec = {g.name: g for g in COLUMN_GROUPS}.get(group)
-    values = np.atleast_1d(np.asarray(values, dtype=float))
+    values = _numbers(values, group, where)
     if group == "obs":
         keys = [str(k) for k in range(values.size)]
         prefix = OBS_PREFIX
@@ -96,9 +110,12 @@ def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tupl
                 continue
             seen.add(group)
             if group == "time":
-                rows.setdefault("time", []).append(float(value))
+                t = _numbers(value, key, where)
+                if t.size != 1:
+                    raise LogError(f"{where}: '{key}' must be one number [s], got {json.dumps(value)[:60]}")
+                rows.setdefault("time", []).append(float(t[0]))
             else:
-                _columns(rows, group, _quat(value, target.quat_order) if group == "quat" else value,
+                _columns(rows, group, _quat(value, target.quat_order, where) if group == "quat" else value,
                          target.joints, where)
         if "time" not in seen:
             rows.setdefault("time", []).append(k * target.control_period)  # no clock: one row per period
