@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
 import yaml
 
 from conftest import CARDS, requires_fixtures
