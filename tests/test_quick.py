@@ -24,3 +24,12 @@ def test_the_plan_carries_the_capped_config(tmp_path):
     assert len(plan.episodes) == QUICK_EPISODES and plan.config.max_steps == QUICK_MAX_STEPS
     assert len(plan.sweep_episodes) == QUICK_SWEEP_EPISODES
     assert plan.job("mujoco").max_steps == QUICK_MAX_STEPS
+
+
+def test_quick_never_lengthens_a_task_shorter_than_its_cap(tmp_path):
+    # ant-locomotion's card: 5 s at 0.05 s = 100 control steps; a 300-step cap must not make it 300
+    card = ROOT / "tests" / "cards" / "ant-locomotion.yaml"
+    plan = plan_crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), out=str(tmp_path), quick=True,
+                                        trust_policy_code=True))
+    assert plan.harness.task.max_steps == 100
+    assert plan.config.max_steps == 100 and plan.job("mujoco").max_steps == 100

@@ -164,6 +164,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     from crosssim.profiles import load_profile
     from crosssim.sweep import LADDERS
 
+    requested_steps = config.max_steps
     config = quick_config(config)
     card = load_card(config.policy)
     if config.episodes < 1:
@@ -175,6 +176,12 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
             raise CrossSimError(f"unknown engine {e!r}; known: {sorted(registered_engines())} (see `crosssim engines`)")
         check_variant(load_profile(e).variant.harness)  # actuator file and free speed, before any worker
     harness = Harness.from_card(card)
+    if config.quick and requested_steps is None:
+        # --quick caps: a task whose own limit is shorter (Reacher's 50 steps, a 5 s Locomotion
+        # card) keeps it; --max-steps would run longer episodes than the task's and score them.
+        import dataclasses
+
+        config = dataclasses.replace(config, max_steps=min(config.max_steps, harness.task.max_steps))
     # Loaded exactly as the workers will load it (same trust), then dropped.
     if config.policy_memory_mb is not None:  # the workers inherit it through the environment
         set_memory_limit(config.policy_memory_mb)
