@@ -1,0 +1,82 @@
+"""G1 episodes per second, side by side in one run: the peers' de-paced deploy loop (peer_g1.py)
+against crosssim's MuJoCo column one episode at a time and in lockstep (``--batch-episodes``).
+
+    .venv/bin/python bench/bench_g1.py [--episodes 30]
+
+Each crosssim run is a whole ``crossval --engines mujoco --no-risk --no-report --no-cache``
+(worker spawn, sandboxed policy process, model load included), as a user runs it; the peer loop
+loads once and runs its episodes back to back. Also measured: crosssim's start-up (import of the
+CLI, and a 1-episode, 1-step run). The machine is shared: compare the ratios of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+G1 = ROOT / "tests" / "cards" / "robots" / "unitree-g1.yaml"
+
+
+def crossval_seconds(episodes: int, *, batch: bool, max_steps: int | None = None) -> float:
+    import pandas as pd
+
+    from crosssim.runner.crossval import CrossvalConfig, run_crossval
+
+    with tempfile.TemporaryDirectory() as out:
+        t = time.perf_counter()
+        run_crossval(CrossvalConfig(policy=str(G1), engines=("mujoco",), episodes=episodes, out=out, risk=False,
+                                    report=False, cache=False, batch=batch, max_steps=max_steps, record=False))
+        seconds = time.perf_counter() - t
+        rows = pd.read_parquet(Path(out) / "results.parquet")
+    failed = rows[rows.failure.notna()]
+    if len(failed) or len(rows) != episodes:
+        sys.exit(f"bench_g1: {len(failed)} of {len(rows)} episodes failed: {failed.failure.iloc[0] if len(failed) else ''}")
+    return seconds
+
+
+def peer_seconds(episodes: int) -> float:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from peer_g1 import PeerG1
+
+    t = time.perf_counter()
+    peer = PeerG1()
+    for _ in range(episodes):
+        peer.run_episode()
+    return time.perf_counter() - t
+
+
+def import_seconds() -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import crosssim.cli"], check=True, env=os.environ | {"PYTHONSAFEPATH": "1"})
+    return time.perf_counter() - t
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=30)
+    parser.add_argument("--reverse", action="store_true",
+                        help="time the batched run first and the peer last (load drifts during a run)")
+    args = parser.parse_args(argv)
+    n = args.episodes
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    startup_import = import_seconds()
+    startup_run = crossval_seconds(1, batch=False, max_steps=1)
+    runs = {"peer": lambda: peer_seconds(n), "single": lambda: crossval_seconds(n, batch=False),
+            "batched": lambda: crossval_seconds(n, batch=True)}
+    took = {name: runs[name]() for name in (reversed(runs) if args.reverse else runs)}
+    peer, single, batched = took["peer"], took["single"], took["batched"]
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
+    print(f"start-up: python -c 'import crosssim.cli' {startup_import:.2f} s; crossval of 1 episode x 1 step "
+          f"(worker spawn, sandbox, model load) {startup_run:.2f} s")
+    for name, s in (("peer de-paced loop", peer), ("crosssim one at a time", single), ("crosssim --batch-episodes", batched)):
+        print(f"{name:28s} {n} episodes in {s:6.1f} s = {n / s:5.2f} episodes/s   ratio to peer {peer / s:4.2f}x")
+
+
+if __name__ == "__main__":
+    main()
