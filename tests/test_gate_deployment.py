@@ -38,3 +38,12 @@ def test_no_risk_numbers_no_gap_check():
     base = _with_gaps(_summary(), actuation=1.0)
     pr = _summary()  # no components (as on a harness mismatch)
     assert not any(c.name == "deployment gap" for c in decide(pr, GateConfig(), base).checks)
+
+
+def test_a_changed_risk_metric_fails():
+    base = _summary()
+    pr = dataclasses.replace(_summary(), risk=dataclasses.replace(_summary().risk, metric="survival"))
+    decision = decide(pr, GateConfig(), base)
+    assert decision.status == FAIL
+    assert "'survival'" in next(c for c in decision.checks if c.name == "risk metric").message
+    assert not any(c.name == "risk metric" for c in decide(base, GateConfig(), base).checks)

@@ -190,6 +190,12 @@ def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None 
                                 f"the pull request's card expects a milder deployment gap than the base branch's "
                                 f"({'; '.join(milder)}): its risk is measured against a lower bar. Change the card's "
                                 "deployment section in a pull request of its own, reviewed as a change of threshold"))
+        if risk is not None and baseline.risk is not None and risk.metric != baseline.risk.metric:
+            checks.append(Check("risk metric", FAIL,
+                                f"the pull request's card measures its risk on {printable(risk.metric, 40)!r}, the base "
+                                f"branch's on {printable(baseline.risk.metric, 40)!r}: the two risks are not comparable, "
+                                "and the metric decides the verdict. Change the card's metric in a pull request of its "
+                                "own"))
     if risk is not None and risk.verdict == "harness mismatch":  # no risk numbers exist then: the mismatch is the finding
         checks.append(Check("harness check", FAIL, risk.message))
     for e, s in engines.items():
