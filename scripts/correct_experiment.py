@@ -1,12 +1,13 @@
 """`make correct`: does a residual learned from an operator's corrections transfer? (docs/correction.md)
 
-The default Hopper policy (trained in MuJoCo) falls on a slippery floor (friction x 0.3). A
-simulated operator, the project's PyBullet-trained Hopper policy (which stands steadily there),
-takes over when the torso pitch exceeds 0.12 rad and hands back after 10 calm steps. A residual
-is learned from those corrections; base and corrected policies are then measured where the
-corrections were collected and where none were: the nominal floor, other gaps (latency, weak
-motors), another engine (PyBullet), and by crossval (verdict, margins) in MuJoCo and PyBullet.
-Prints a Markdown summary and writes it with the raw numbers to reports/correct/.
+A policy that fails in a perturbed profile runs there with a simulated operator that takes over
+when a condition trips; a residual is learned from those corrections; base and corrected
+policies are then measured where the corrections were collected and where none were (other
+gaps, another engine), and by crossval (verdict, margins) in MuJoCo and PyBullet. Setups:
+``pendulum`` (default: a soft linear InvertedPendulum controller on weak motors, corrected by a
+stiffer one) and ``hopper`` (the default Hopper policy on a slippery floor, the PyBullet-trained
+Hopper as operator). Prints a Markdown summary and writes it with the raw numbers to
+reports/correct/<setup>/.
 """
 
 from __future__ import annotations
@@ -16,27 +17,74 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-BASE = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
-OPERATOR = ROOT / "policies" / "hopper-ppo-pybullet" / "card.yaml"
-TAKEOVER = "|joint:rooty|>0.12"
-COLLECTED = ("mujoco", "friction_scale=0.3")
-PLACES = (("mujoco", ""), COLLECTED, ("mujoco", "action_latency=2"), ("mujoco", "motor_strength=0.6"),
-          ("pybullet", ""), ("pybullet", "friction_scale=0.3"))
 
 
-def rates(card: Path, places, *, episodes: int, steps: int, seed: int) -> dict:
+@dataclass(frozen=True)
+class Setup:
+    base: Path
+    operator: Path
+    takeover: str
+    collected: tuple[str, str]
+    places: tuple[tuple[str, str], ...]
+
+
+def hopper(out: Path) -> Setup:
+    """The default Hopper policy on a slippery floor; the PyBullet-trained Hopper as operator."""
+    return Setup(ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml",
+                 ROOT / "policies" / "hopper-ppo-pybullet" / "card.yaml", "|joint:rooty|>0.12",
+                 ("mujoco", "friction_scale=0.3"),
+                 (("mujoco", ""), ("mujoco", "friction_scale=0.3"), ("mujoco", "action_latency=2"),
+                  ("mujoco", "motor_strength=0.6"), ("pybullet", ""), ("pybullet", "friction_scale=0.3")))
+
+
+def _linear_policy(folder: Path, gains: list[float]) -> Path:
+    """A linear InvertedPendulum controller a = K obs, as a TorchScript policy and card."""
+    import torch
+
+    class Linear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k = torch.nn.Parameter(torch.tensor([gains], dtype=torch.float32), requires_grad=False)
+
+        def forward(self, obs: torch.Tensor) -> torch.Tensor:
+            return torch.clamp(obs @ self.k.t(), -3.0, 3.0)
+
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.jit.save(torch.jit.script(Linear()), str(folder / "policy.pt"))
+    (folder / "card.yaml").write_text(
+        f"# a = K obs, K = {gains} (cart position, pole angle, their velocities); crosssim's correct experiment\n"
+        f"name: {folder.name}\ntask: InvertedPendulum\npolicy:\n  file: policy.pt\n  format: torchscript\n"
+        "action:\n  clip: [-3.0, 3.0]\ntrained_in: mujoco\nvalidated_in: [mujoco]\n")
+    return folder / "card.yaml"
+
+
+def pendulum(out: Path) -> Setup:
+    """A soft linear controller (balances nominally, not with weak motors) corrected by a stiffer
+    one; judged where the fix should carry over (heavier pole) and where it should not (latency)."""
+    return Setup(_linear_policy(out / "pendulum-soft", [0.3, 3.0, 0.3, 0.3]),
+                 _linear_policy(out / "pendulum-stiff", [1.0, 10.0, 1.0, 1.0]), "|joint:hinge|>0.1",
+                 ("mujoco", "motor_strength=0.5"),
+                 (("mujoco", ""), ("mujoco", "motor_strength=0.5"), ("mujoco", "mass_scale=2"),
+                  ("mujoco", "action_latency=2"), ("pybullet", ""), ("pybullet", "motor_strength=0.5")))
+
+
+SETUPS = {"hopper": hopper, "pendulum": pendulum}
+
+
+def rates(card: Path, places, takeover: str, *, episodes: int, steps: int, seed: int) -> dict:
     """Per place: would-be intervention rate, survival and return of ``card``'s policy alone."""
     from crosssim.correct.cli import perturbed_profile
     from crosssim.correct.collect import collect
 
     out = {}
     for engine, perturb in places:
-        s = collect(card, perturbed_profile(engine, perturb), None, takeover=TAKEOVER, episodes=episodes,
+        s = collect(card, perturbed_profile(engine, perturb), None, takeover=takeover, episodes=episodes,
                     steps=steps, seed=seed, operator_on=False)
         out[f"{engine} {perturb or 'nominal'}"] = {
             "intervention_rate": s.rate, "survival": float(np.mean(s.steps)) / steps,
@@ -64,28 +112,39 @@ def main(argv=None) -> int:
     from crosssim.correct.train import TrainConfig, train
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=str(ROOT / "reports" / "correct"))
+    p.add_argument("--setup", choices=sorted(SETUPS), default="pendulum")
+    p.add_argument("--out", default=None, help="default: reports/correct/<setup>")
     p.add_argument("--episodes", type=int, default=8, help="collection episodes")
     p.add_argument("--steps", type=int, default=400, help="control steps per episode (3.2 s)")
     p.add_argument("--eval-episodes", type=int, default=6)
     p.add_argument("--crossval-episodes", type=int, default=4)
     p.add_argument("--no-crossval", action="store_true")
+    p.add_argument("--takeover", default=None, help="override the setup's takeover condition")
+    p.add_argument("--no-gate", action="store_true", help="residual everywhere (no intervention gate)")
     args = p.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out or ROOT / "reports" / "correct" / args.setup)
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.time()
-    record = {"takeover": TAKEOVER, "collected_in": " ".join(COLLECTED), "operator": OPERATOR.parent.name}
-    collected = collect(BASE, perturbed_profile(*COLLECTED), out / "logs", takeover=TAKEOVER, operator=str(OPERATOR),
+    setup = SETUPS[args.setup](out)
+    if args.takeover:
+        from dataclasses import replace
+
+        setup = replace(setup, takeover=args.takeover)
+    BASE, COLLECTED = setup.base, setup.collected
+    record = {"setup": args.setup, "takeover": setup.takeover, "collected_in": " ".join(COLLECTED),
+              "operator": setup.operator.parent.name}
+    collected = collect(BASE, perturbed_profile(*COLLECTED), out / "logs", takeover=setup.takeover,
+                        operator=str(setup.operator),
                         episodes=args.episodes, steps=args.steps, seed=100)
     record["collection"] = {"describe": collected.describe(), "rate": collected.rate, "steps": sum(collected.steps)}
     print(f"collected: {collected.describe()} ({time.time() - t0:.0f} s)", file=sys.stderr)
-    corrected = out / "hopper-ppo-mujoco-corrected"
-    record["training"] = train(out / "logs", BASE, corrected, TrainConfig())["losses"]
+    corrected = out / f"{BASE.parent.name}-corrected"
+    record["training"] = train(out / "logs", BASE, corrected, TrainConfig(gate=not args.no_gate))["losses"]
     print(f"trained: {record['training']} ({time.time() - t0:.0f} s)", file=sys.stderr)
     record["policies"] = {}
     for name, card in (("base", BASE), ("corrected", corrected / "card.yaml")):
-        record["policies"][name] = {"rollouts": rates(card, PLACES, episodes=args.eval_episodes, steps=args.steps,
-                                                      seed=1000)}
+        record["policies"][name] = {"rollouts": rates(card, setup.places, setup.takeover,
+                                                      episodes=args.eval_episodes, steps=args.steps, seed=1000)}
         print(f"{name}: rollouts done ({time.time() - t0:.0f} s)", file=sys.stderr)
         if not args.no_crossval:
             record["policies"][name]["crossval"] = judge(card, out / f"crossval-{name}",
