@@ -136,10 +136,25 @@ def cmd_simulate(args) -> int:
     return EXIT_OK
 
 
+def _check_writable(path) -> None:
+    """CrossSimError (one line) unless a file can be created in ``path``'s folder."""
+    from crosssim.errors import CrossSimError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe = path.parent / f".{path.name}.write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise CrossSimError(f"cannot write the calibrated profile to {path.parent}: {exc.strerror or exc}; "
+                            "choose another --out-dir") from None
+
+
 def cmd_calibrate(args) -> int:
     from pathlib import Path
 
     from crosssim.profiles import load_profile
+    from crosssim.errors import CrossSimError
     from crosssim.real.calibrate import calibrate, format_fit, parse_params, write_profile
     from crosssim.real.logs import find_logs, read_log, read_logs
     from crosssim.text import slug
@@ -149,6 +164,9 @@ def cmd_calibrate(args) -> int:
     params = parse_params(args.params, harness)  # damping etc. absolute where the model has none
     logs = read_logs(args.real, harness)
     base = load_profile(args.engine)
+    name = args.name or slug(Path(args.real).resolve().name)
+    path = Path(args.out_dir) / f"{base.name}-calibrated-{name}.yaml"
+    _check_writable(path)  # before minutes of simulation, not after
     print(f"calibrating {', '.join(p.name for p in params)} of {base.name} on {len(logs)} logs "
           f"({sum(log.duration for log in logs):.1f} s)", file=sys.stderr)
 
@@ -159,9 +177,11 @@ def cmd_calibrate(args) -> int:
     fit = calibrate(harness, logs, base, params, segment_s=args.segment or None, max_evals=args.max_evals,
                     method=args.method, progress=progress)
     print(format_fit(fit))
-    name = args.name or slug(Path(args.real).resolve().name)
-    path = Path(args.out_dir) / f"{base.name}-calibrated-{name}.yaml"
-    write_profile(fit, path)
+    try:
+        write_profile(fit, path)
+    except OSError as exc:  # the fit above is printed; say where it could not go
+        raise CrossSimError(f"cannot write the calibrated profile {path}: {exc.strerror or exc}; the fit is printed "
+                            "above, run again with another --out-dir") from None
     print(f"profile: {path}  (use it with: crosssim crossval --engines {path.stem},...)")
     return EXIT_OK
 
