@@ -27,3 +27,11 @@ def test_numbers_still_convert(tmp_path):
     src.write_text(json.dumps([GOOD, {**GOOD, "time": 0.01, "q": 2}]))
     path, ignored = from_json_steps(src, tmp_path / "out.csv", Target(robot="r", joints=("a",), control_period=0.01))
     assert path.is_file() and ignored == []
+
+
+def test_an_unwritable_out_is_one_line(tmp_path):
+    src = tmp_path / "steps.json"
+    src.write_text(json.dumps([GOOD, {**GOOD, "time": 0.01}]))
+    (tmp_path / "blocker").write_text("")
+    with pytest.raises(LogError, match="cannot write the log"):
+        from_json_steps(src, tmp_path / "blocker" / "out.csv", Target(robot="r", joints=("a",), control_period=0.01))

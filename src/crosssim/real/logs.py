@@ -513,11 +513,14 @@ def write_log(path: str | Path, meta: dict, columns: dict[str, np.ndarray]) -> P
     import pandas as pd
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     df = pd.DataFrame({k: np.asarray(v, dtype=float) for k, v in columns.items()})
-    if path.suffix == ".csv":
-        df.to_csv(path, index=False, float_format="%.9g")
-    else:
-        df.to_parquet(path, index=False)
-    sidecar_of(path).write_text(json.dumps({"format": FORMAT, "version": VERSION, **meta}, indent=1) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".csv":
+            df.to_csv(path, index=False, float_format="%.9g")
+        else:
+            df.to_parquet(path, index=False)
+        sidecar_of(path).write_text(json.dumps({"format": FORMAT, "version": VERSION, **meta}, indent=1) + "\n")
+    except OSError as exc:  # a full disk, a file where the folder should be: one line, not a traceback
+        raise LogError(f"{path}: cannot write the log ({exc.strerror or exc}); choose another --out") from None
     return path
