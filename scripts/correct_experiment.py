@@ -115,7 +115,8 @@ def main(argv=None) -> int:
     p.add_argument("--setup", choices=sorted(SETUPS), default="pendulum")
     p.add_argument("--out", default=None, help="default: reports/correct/<setup>")
     p.add_argument("--episodes", type=int, default=8, help="collection episodes")
-    p.add_argument("--steps", type=int, default=400, help="control steps per episode (3.2 s)")
+    p.add_argument("--steps", type=int, default=None, help="control steps per episode (default: pendulum 300, "
+                                                           "hopper 400)")
     p.add_argument("--eval-episodes", type=int, default=6)
     p.add_argument("--crossval-episodes", type=int, default=4)
     p.add_argument("--no-crossval", action="store_true")
@@ -126,6 +127,7 @@ def main(argv=None) -> int:
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.time()
     setup = SETUPS[args.setup](out)
+    args.steps = args.steps or {"pendulum": 300, "hopper": 400}[args.setup]
     if args.takeover:
         from dataclasses import replace
 
