@@ -370,6 +370,11 @@ def validate(path: str | Path) -> tuple[RealLog | None, list[str]]:
                         "'joints'; see docs/real.md)")
     if len(df) < 2:
         problems.append(f"{path}: {len(df)} rows; a log needs at least 2 control steps")
+    delay = meta.get("action_delay")
+    if isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay >= max(len(df), 2):
+        # every action would reach the motors after the log ends (and a replay would queue that many)
+        problems.append(f"{path}: sidecar field 'action_delay' is {delay:g} control steps, not below the log's "
+                        f"{len(df)} rows; it is a delay in control steps (e.g. 1), not in seconds or milliseconds")
     time = _column(df, "time", path, problems)
     if "time" not in df.columns:
         problems.append(f"{path}: column 'time' [s] is missing")
