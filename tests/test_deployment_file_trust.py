@@ -39,3 +39,12 @@ def test_a_deployment_file_inside_the_repository_is_read(tmp_path):
     (repo / "policies" / "gap.yaml").write_text(GAP)
     assert (repo / "policies" / "gap.yaml").resolve() in card_files(load_card(card))
     confine(card, repo)
+
+
+def test_an_outside_deployment_file_is_refused_before_it_is_read(tmp_path):
+    # not YAML: a parse error would quote it, had the card been loaded before the check
+    (tmp_path / "secret.txt").write_text("token: [unclosed s3cr3t\n")
+    repo, card = _repo(tmp_path, "../../../secret.txt")
+    with pytest.raises(CrossSimError, match="secret.txt, outside the repository") as err:
+        confine(card, repo)
+    assert "s3cr3t" not in str(err.value)
