@@ -48,3 +48,15 @@ def test_an_outside_deployment_file_is_refused_before_it_is_read(tmp_path):
     with pytest.raises(CrossSimError, match="secret.txt, outside the repository") as err:
         confine(card, repo)
     assert "s3cr3t" not in str(err.value)
+
+
+def test_an_outside_statistics_file_is_refused_before_it_is_read(tmp_path):
+    (tmp_path / "stats.json").write_text('{"obs_mean": "s3cr3t", "obs_var": [1]}')
+    repo, card = _repo(tmp_path, "gap.yaml")
+    (card.parent / "gap.yaml").write_text(GAP)
+    raw = yaml.safe_load(card.read_text())
+    raw["observation"]["normalize"]["file"] = "../../../stats.json"
+    card.write_text(yaml.safe_dump(raw))
+    with pytest.raises(CrossSimError, match="stats.json, outside the repository") as err:
+        confine(card, repo)
+    assert "s3cr3t" not in str(err.value)

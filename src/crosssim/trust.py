@@ -75,26 +75,29 @@ def confine(card_path: Path, root: Path) -> None:
         raise CrossSimError(f"{printable(str(where))}: the card resolves outside the repository {printable(str(root))} "
                             "(a symlink?); the gate reads only files inside it")
     allowed = [root, *_packaged_dirs()]
-    _confine_deployment_file(where, allowed, root)  # loading the card reads it: refuse it first
+    _confine_loaded_files(where, allowed, root)  # loading the card reads them: refuse them first
     for f in sorted(card_files(load_card(where))):
         if not any(f.is_relative_to(a) for a in allowed):
             raise CrossSimError(f"{printable(str(where))}: reads {printable(str(f))}, outside the repository "
                                 f"{printable(str(root))}; keep the policy's files inside it")
 
 
-def _confine_deployment_file(where: Path, allowed: list[Path], root: Path) -> None:
-    """Refuse a card whose ``deployment.file`` lies outside ``allowed`` before the card is loaded:
-    loading reads that file, and its parse errors would quote a file elsewhere on the runner."""
+def _confine_loaded_files(where: Path, allowed: list[Path], root: Path) -> None:
+    """Refuse a card whose ``deployment.file`` or ``observation.normalize.file`` lies outside
+    ``allowed`` before the card is loaded: loading parses those files, and a parse or value error
+    would quote a file from elsewhere on the runner."""
     from crosssim.strictload import load_yaml
 
     try:
         raw = load_yaml(where, what="card")
     except CrossSimError:
         return  # load_card says what is wrong with the card itself
-    section = raw.get("deployment") if isinstance(raw, dict) else None
-    file = section.get("file") if isinstance(section, dict) else None
-    if isinstance(file, str):
-        f = (where.parent / file).resolve()
-        if not any(f.is_relative_to(a) for a in allowed):
-            raise CrossSimError(f"{printable(str(where))}: reads {printable(str(f))}, outside the repository "
-                                f"{printable(str(root))}; keep the policy's files inside it")
+    raw = raw if isinstance(raw, dict) else {}
+    observation = raw.get("observation") if isinstance(raw.get("observation"), dict) else {}
+    for section in (raw.get("deployment"), observation.get("normalize")):
+        file = section.get("file") if isinstance(section, dict) else None
+        if isinstance(file, str):
+            f = (where.parent / file).resolve()
+            if not any(f.is_relative_to(a) for a in allowed):
+                raise CrossSimError(f"{printable(str(where))}: reads {printable(str(f))}, outside the repository "
+                                    f"{printable(str(root))}; keep the policy's files inside it")
