@@ -103,7 +103,12 @@ class Locomotion(Task):
         cmd = np.asarray(command, dtype=float)
         if cmd.shape != (3,) or not np.isfinite(cmd).all():
             raise CardError(f"task_options.command must be [vx, vy, yaw_rate], got {command!r}")
-        self.command, self.episode_seconds, self.keyframe = cmd, float(episode_seconds), keyframe
+        seconds = episode_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < 1e6:
+            # 0 or below would silently run one-step episodes that count as survived
+            raise CardError(f"task_options.episode_seconds must be a duration in seconds above 0 (and below 1e6), "
+                            f"got {seconds!r:.40}")
+        self.command, self.episode_seconds, self.keyframe = cmd, float(seconds), keyframe
         self.fall = FallRule.parse({"height": None, "tilt": None} if fall == "none" else fall,
                                    min_base_height=min_base_height, max_tilt=max_tilt)
         self.start_pose = StartPose.parse(start_pose)
