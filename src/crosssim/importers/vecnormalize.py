@@ -98,6 +98,8 @@ def read_vecnormalize(path: Path) -> dict:
     mean, var = getattr(rms, "mean", None), getattr(rms, "var", None)
     if not isinstance(mean, np.ndarray) or not isinstance(var, np.ndarray) or mean.shape != var.shape or mean.ndim != 1:
         raise CardError(f"{path}: no obs_rms mean and var vectors of one size (a dict observation space is not supported)")
+    if mean.dtype.kind not in "fiu" or var.dtype.kind not in "fiu":  # an object array: isfinite would raise
+        raise CardError(f"{path}: obs_rms mean and var are {mean.dtype} and {var.dtype} arrays, not numbers")
     if not (np.isfinite(mean).all() and np.isfinite(var).all()) or (var < 0).any():
         raise CardError(f"{path}: obs_rms holds a non-finite number or a negative variance")
     clip, eps = getattr(obj, "clip_obs", 10.0), getattr(obj, "epsilon", 1e-8)
