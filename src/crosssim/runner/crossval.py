@@ -70,9 +70,10 @@ class CrossvalConfig:
     batch: bool = option(
         False, flag="--batch-episodes",
         help="Step each engine's episodes in lockstep with one batched policy forward per control step "
-             "(engines with concurrent states: MuJoCo; memoryless policies). Numbers differ from one-at-a-time "
-             "runs in the last bits of the policy output, so this (with the batch size, the episode count) is part "
-             "of the cache key.")
+             "(engines with concurrent states: MuJoCo; memoryless policies, and LSTM exporters rebuilt as a batched "
+             "module; a PD card's law then runs in MuJoCo's actuators). Numbers differ from one-at-a-time runs in "
+             "the last bits of the policy output, so this (with the batch size, the episode count) is part of the "
+             "cache key.")
     cache: bool = option(
         True, off="Recompute every episode: read no cached row and store none.",
         help="Reuse per-episode results computed before with identical inputs (resume after an interruption).")
