@@ -60,3 +60,19 @@ multisim: $(STAMP)
 # base vs corrected, where the corrections were collected and where they were not; reports/correct/.
 correct: $(STAMP)
 	$(PY) scripts/correct_experiment.py $(ARGS)
+
+# Dependency ranges at their lower bounds (README "Dependencies"): uv resolves every direct
+# dependency of `.[all,dev]` to the lowest version its range allows (the extras' own pins may lift
+# some, e.g. newton lifts mujoco), installs that set into a throwaway venv outside the checkout and
+# runs the tests that touch those libraries. Not part of `make test`: it downloads a second set.
+BOUNDS_DIR ?= /tmp/crosssim-bounds
+BOUNDS_TESTS ?= tests/test_stats.py tests/test_card_schema.py tests/test_cards.py tests/test_risk.py \
+	tests/test_gym_equivalence.py tests/test_parity.py tests/test_crossval.py tests/test_policies.py tests/test_report.py
+bounds:
+	test -x $(BOUNDS_DIR)/tool/bin/uv || ($(PYTHON) -m venv $(BOUNDS_DIR)/tool && $(BOUNDS_DIR)/tool/bin/pip install -q uv)
+	$(BOUNDS_DIR)/tool/bin/uv pip compile pyproject.toml --extra all --extra dev --resolution lowest-direct \
+		--python-version 3.11 -q -o $(BOUNDS_DIR)/lowest.txt
+	rm -rf $(BOUNDS_DIR)/env && $(BOUNDS_DIR)/tool/bin/uv venv -q -p $(PYTHON) $(BOUNDS_DIR)/env
+	VIRTUAL_ENV=$(BOUNDS_DIR)/env $(BOUNDS_DIR)/tool/bin/uv pip install -q -r $(BOUNDS_DIR)/lowest.txt
+	VIRTUAL_ENV=$(BOUNDS_DIR)/env $(BOUNDS_DIR)/tool/bin/uv pip install -q --no-deps -e .
+	CROSSSIM_CACHE=$(BOUNDS_DIR)/rows $(BOUNDS_DIR)/env/bin/python -m pytest -q -p no:cacheprovider -m "not slow" $(BOUNDS_TESTS)
