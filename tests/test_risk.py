@@ -120,6 +120,10 @@ def test_deployment_section_in_card(tmp_path):
     (folder / "card.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(CardError, match=r"card.yaml: field 'deployment.latncy' is not known; did you mean 'deployment.latency'"):
         load_card(folder / "card.yaml")
+    raw["deployment"] = {"latency": 20}  # milliseconds written as seconds: a huge gap, refused
+    (folder / "card.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(CardError, match=r"deployment.latency' must be a number from 0 to 1 \(seconds: 20 ms is 0.02"):
+        load_card(folder / "card.yaml")
     raw["deployment"] = {"motor_strength": -0.1}
     (folder / "card.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(CardError, match="deployment.motor_strength"):

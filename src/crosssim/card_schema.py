@@ -125,7 +125,7 @@ class ClaimedSection(_Section):
 class DeploymentSection(_Section):
     file: StrictStr | None = None
     """A YAML file with the same keys (keys in the card win)."""
-    latency: Number | None = Field(None, json_schema_extra={"minimum": 0})
+    latency: Number | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 1})
     """Sensing-to-actuation latency [s]."""
     latency_steps: Number | None = Field(None, json_schema_extra={"minimum": 0})
     """The latency in control steps (wins over latency)."""

@@ -64,7 +64,8 @@ def _number(section: dict, key: str, where: str, low: float, high: float | None 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or value < low or (high is not None and value > high):
         rng = f"from {low:g} to {high:g}" if high is not None else f">= {low:g}"
-        raise CardError(f"{where}: field 'deployment.{key}' must be a number {rng}, got {value!r:.40}")
+        unit = " (seconds: 20 ms is 0.02; or latency_steps in control steps)" if key == "latency" else ""
+        raise CardError(f"{where}: field 'deployment.{key}' must be a number {rng}{unit}, got {value!r:.40}")
     return float(value)
 
 
@@ -93,7 +94,9 @@ def parse_deployment(section, where: Path) -> dict:
     for key in merged:
         if key not in KEYS:
             raise CardError(f"{where}: field 'deployment.{key}' is not known; {did_you_mean(key, KEYS, 'deployment.')}")
-    limits = {"latency": (0.0, None), "latency_steps": (0.0, None), "motor_strength": (0.0, 0.95),
+    # A latency is seconds; above 1 s it is almost surely milliseconds written as seconds (20 for
+    # 0.02), which would read as a huge gap and a silent "high"/"unknown" verdict: refuse it.
+    limits = {"latency": (0.0, 1.0), "latency_steps": (0.0, None), "motor_strength": (0.0, 0.95),
               "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None)}
     out = {}
     for key, value in merged.items():
