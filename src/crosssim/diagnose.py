@@ -202,22 +202,34 @@ def rank_suspects(card, policy, *, engine: str = "mujoco", episodes: int = SUSPE
                            for i in range(episodes)], steps)
         return {k: values[k] for k in targets}
 
+    def score(h) -> tuple[dict[str, float], float]:
+        values = measure(h)
+        return values, _distance(values, targets)
+
     try:
-        baseline = measure(harness)
-        base_distance = _distance(baseline, targets)
-        scores = []
-        for label, fixed in suspects(card):
-            try:
-                values = measure(Harness.from_card(fixed))
-            except Exception:  # noqa: BLE001 - a fix the harness cannot build explains nothing
-                continue
-            d = _distance(values, targets)
-            recovered = (base_distance - d) / base_distance if base_distance > 0 and np.isfinite(d) else 0.0
-            scores.append(SuspectScore(label, values, float(recovered)))
+        baseline, base_distance = score(harness)
+        scores = _score_suspects(card, base_distance, score)
     finally:
         sim.close()
+    return SuspectRanking(targets, baseline, scores, _cost(len(scores), episodes, steps, engine))
+
+
+def _score_suspects(card, base: float, score) -> tuple[SuspectScore, ...]:
+    """Every suspect fix of ``card``, best first, by the share of ``base`` (the card as written's
+    distance or error) it removes; ``score(harness)`` gives (values shown, distance). A fix the
+    harness cannot build explains nothing and is left out."""
+    from crosssim.runner.harness import Harness
+
+    scores = []
+    for label, fixed in suspects(card):
+        try:
+            values, d = score(Harness.from_card(fixed))
+        except Exception:  # noqa: BLE001 - a fix the harness cannot build explains nothing
+            continue
+        recovered = (base - d) / base if base > 0 and np.isfinite(d) else 0.0
+        scores.append(SuspectScore(label, values, float(recovered)))
     scores.sort(key=lambda s: -s.recovered)
-    return SuspectRanking(targets, baseline, tuple(scores), _cost(len(scores), episodes, steps, engine))
+    return tuple(scores)
 
 
 def _cost(suspects: int, episodes: int, steps: int, engine: str) -> str:
@@ -249,20 +261,16 @@ def rank_log_suspects(card, logs) -> SuspectRanking | None:
                     errs.append(min(_rms(lg - r) / max(_rms(lg), _rms(r), 1e-9), 1.0))
         return float(np.mean(errs)) if errs else float("nan")
 
+    def score(h) -> tuple[dict[str, float], float]:
+        e = error(h)
+        return {"input error": e}, e
+
     base = error(Harness.from_card(card))
-    scores = []
-    for label, fixed in suspects(card):
-        try:
-            e = error(Harness.from_card(fixed))
-        except Exception:  # noqa: BLE001 - a fix the harness cannot build explains nothing
-            continue
-        recovered = (base - e) / base if base > 0 and np.isfinite(e) else 0.0
-        scores.append(SuspectScore(label, {"input error": e}, float(recovered)))
-    scores.sort(key=lambda s: -s.recovered)
+    scores = _score_suspects(card, base, score)
     rows = sum(len(log.as_logged) for log in with_obs)
     cost = (f"{len(scores)} suspects + the card as written, inputs rebuilt from {len(with_obs)} logs "
             f"({rows} rows), no simulation")
-    return SuspectRanking({"input error": 0.0}, {"input error": base}, tuple(scores), cost)
+    return SuspectRanking({"input error": 0.0}, {"input error": base}, scores, cost)
 
 
 def suspect_hint(plan, reference: str) -> str:
