@@ -24,6 +24,23 @@ def test_tasks_command_lists_every_task_with_version_and_scene(capsys):
     assert "Walker2d-v5 (Walker2d)" in out and "scene gymnasium:walker2d.xml" in out  # the default is named
 
 
+def test_pusher_v4_is_one_line_in_tasks_and_in_a_card(tmp_path, capsys):
+    """gymnasium cannot build Pusher-v4 with mujoco 3: the listing, a card and an option say why."""
+    from conftest import write_card
+    from crosssim.card import load_card
+    from crosssim.cli import main
+
+    main(["tasks"])
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Pusher-v4 "))
+    assert "not available: gymnasium refuses Pusher-v4 under mujoco >= 3" in line and "issue 950" in line
+    with pytest.raises(CardError) as err:
+        load_card(write_card(tmp_path, task="Pusher-v4"))
+    text = str(err.value)
+    assert "\n" not in text and "field 'task' is 'Pusher-v4'" in text and text.endswith("write task: Pusher-v5")
+    with pytest.raises(CardError, match=r"task Pusher-v4 is not available: .*500x heavier; write task: Pusher-v5"):
+        make_task("Pusher", version=4)
+
+
 def test_make_env_as_the_readme_promises():
     import crosssim
 

@@ -409,6 +409,8 @@ def cmd_tasks(args) -> int:
                                     + (f"  ({options})" if options else "")))
             except (CrossSimError, TypeError) as exc:  # a plugin's task that cannot be built says why, once
                 rows.append((name, f"cannot be listed: {exc}"))
+        for version, why in getattr(cls, "unavailable_versions", {}).items():
+            rows.append((f"{name}-{version}", f"not available: {why}"))
     width = max(len(label) for label, _ in rows) + 2
     for label, text in rows:
         print(f"{label:<{width}}{text}")

@@ -43,6 +43,10 @@ def task_class(name: str) -> type[Task]:
         return TASKS.load(name)  # the registry's error: known tasks, "did you mean"
     cls = TASKS.load(base)
     versions = getattr(cls, "versions", {})
+    if version in getattr(cls, "unavailable_versions", {}):
+        from crosssim.tasks.gym_base import unavailable_line
+
+        raise CrossSimError(unavailable_line(cls, version))
     if version not in versions:
         offered = f"versions {', '.join(versions)}" if versions else "no versions"
         raise CrossSimError(f"task {base} has {offered}, not {version}")

@@ -29,6 +29,8 @@ class GymTask(Task):
     """Version -> MJCF reference of that version's physics model."""
     default_version: str = "v5"
     """The version a card that names none runs (stated by ``version_note`` and ``crosssim tasks``)."""
+    unavailable_versions: dict[str, str] = {}
+    """Version -> why crosssim cannot offer it (one line, said wherever the version is named)."""
 
     def __init__(self, *, version: str | int | None = None):
         self.version_chosen = version is not None
@@ -36,6 +38,8 @@ class GymTask(Task):
             version = self.default_version
         text = str(version).strip()
         text = text if text.startswith("v") else f"v{text}"
+        if text in self.unavailable_versions:
+            raise CardError(unavailable_line(type(self), text))
         if text not in self.versions:
             raise CardError(f"task_options.version {version!r}: task {self.name} has versions "
                             f"{', '.join(self.versions)} (e.g. task: {self.name}-{self.default_version})")
@@ -56,6 +60,12 @@ class GymTask(Task):
         alt = f"; for an agent trained on {', '.join(f'{self.name}-{v}' for v in others)} write task: " \
               f"{self.name}-{others[0]}" if others else ""
         return f"task {self.name} runs {self.label} (the default version: the card names none){alt}"
+
+
+def unavailable_line(cls: type[GymTask], version: str) -> str:
+    """One line: ``cls``'s ``version`` is not offered, why, and what to write instead."""
+    return (f"task {cls.name}-{version} is not available: {cls.unavailable_versions[version]}; write task: "
+            f"{cls.name}-{cls.default_version}")
 
 
 def versions_fitting(cls: type[GymTask]) -> dict[int, list[str]]:
