@@ -8,7 +8,7 @@ from typing import Callable
 import gymnasium as gym
 import numpy as np
 
-from crosssim.errors import EngineFailure
+from crosssim.errors import CrossSimError, EngineFailure
 from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
 from crosssim.runner.episode import Episode
@@ -25,6 +25,8 @@ class CrossSimEnv(gym.Env):
 
     ``reset(seed=s)`` gives the same initial state as gymnasium's own env with the same seed.
     ``task`` may name a version (``"Walker2d-v4"``); ``task_options`` are a card's ``task_options``.
+    ``card`` (a path or a Card) builds the card's harness instead (``task`` is then ignored): its
+    observation, actuation and ``first_call``, so ``reset`` gives crossval's first observation.
     ``perturbations`` (domain randomisation) draws a Perturbation at every reset; model-level
     parts (mass, friction) rebuild the engine model, so keep them coarse.
     """
@@ -33,8 +35,16 @@ class CrossSimEnv(gym.Env):
     MAX_MODELS = 32
 
     def __init__(self, task: str = "Hopper", engine: str = "mujoco", *, max_steps: int | None = None,
-                 perturbations: PerturbationSampler | None = None, task_options: dict | None = None):
-        self.harness = Harness.for_task(task, task_options)
+                 perturbations: PerturbationSampler | None = None, task_options: dict | None = None,
+                 card=None):
+        if card is not None:  # the card's harness: its observation terms, actuation and first-call timing
+            from crosssim.card import Card, load_card
+
+            if task_options:
+                raise CrossSimError("CrossSimEnv: pass task_options in the card, not beside it")
+            self.harness = Harness.from_card(card if isinstance(card, Card) else load_card(card))
+        else:
+            self.harness = Harness.for_task(task, task_options)
         self.canonical = self.harness.canonical
         self.profile = load_profile(engine)
         self.sampler = perturbations
@@ -81,6 +91,7 @@ class CrossSimEnv(gym.Env):
         # The observation-noise stream is drawn per episode, sampler or not: a fixed seed would
         # give every episode the same noise.
         self.episode.reset(init, int(self.np_random.integers(2**63)))
+        self.episode.wait_for_first_call()  # a card's first_call: after_one_period, as crossval
         self._started = True
         return self.episode.observe(), {}
 

@@ -71,6 +71,7 @@ def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = N
     q = np.full((T, len(idx)), np.nan)
     quat = np.full((T, 4), np.nan) if c.free_base else None
     stepper = ControlStepper(with_declared_delay(sim, log), harness)
+    stepper.clock_offset = first_call_time(harness)  # row 0 is the first policy call, not the reset
     ep = Episode(stepper)
     seg = T if (policy is not None or not segment) else int(segment)
     starts = tuple(range(0, T - 1, seg)) if T > 1 else (0,)
@@ -119,6 +120,12 @@ def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = N
     except Exception as exc:  # an engine blowing up must not lose the other logs
         failure = f"{type(exc).__name__}: {str(exc)[:300]}"
     return Trace(q, quat, starts, max(ended, 1), failure, terminated or fell is not None, fell)
+
+
+def first_call_time(harness) -> float:
+    """Time [s] of a log's first row (the first policy call) on the robot's clock since reset: one
+    control period with the card's ``first_call: after_one_period``, else 0."""
+    return harness.control_dt if harness.first_call == "after_one_period" else 0.0
 
 
 def quat_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -9,7 +9,8 @@ logged inputs, bug included, and gets the logged actions back.
 
 Rebuilt from a row: joints (offsets applied), base orientation, gyro, base velocity and position
 where logged, the command, the previous action (the sidecar's previous_action before the
-first row), the row's time since the log's start. Terms whose inputs the log lacks (a privileged
+first row), the row's time since the robot's reset (the log's start, one control period later under
+the card's ``first_call: after_one_period``). Terms whose inputs the log lacks (a privileged
 base velocity, an MJCF sensor) are listed as not checked.
 """
 
@@ -51,7 +52,7 @@ def _need(harness, name: str) -> str | None:
     return NEEDS.get(name)
 
 
-def _frame(log: RealLog, harness, k: int) -> SimFrame:
+def _frame(log: RealLog, harness, k: int, t0: float = 0.0) -> SimFrame:
     from crosssim.real.start import initial_state
 
     c = harness.canonical
@@ -63,7 +64,7 @@ def _frame(log: RealLog, harness, k: int) -> SimFrame:
         lin, pos = qvel[0:3], qpos[0:3]
     else:
         quat, ang, lin, pos = np.array([1.0, 0, 0, 0]), np.zeros(3), np.zeros(3), np.zeros(3)
-    return SimFrame(time=k * log.control_period, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
+    return SimFrame(time=t0 + k * log.control_period, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
                     base_lin_vel=lin, base_ang_vel=ang, joint_torque=np.zeros(c.joint_count))
 
 
@@ -93,14 +94,17 @@ def rebuild(harness, log: RealLog) -> tuple[list[str], list[np.ndarray], list[np
     clip = card.action.clip if card is not None else None
     actions = log.action if clip is None else np.clip(log.action, *clip)
     before = log.previous_action if clip is None else np.clip(log.previous_action, *clip)
-    task_state = harness.task.reset(_frame(log, harness, 0))  # the card's command, where the log has none
+    from crosssim.real.compare import first_call_time
+
+    t0 = first_call_time(harness)  # row 0 is the first call: one period after reset (card first_call)
+    task_state = harness.task.reset(_frame(log, harness, 0, t0))  # the card's command, where the log has none
     default_command = np.asarray(task_state.get("command", np.zeros(3)), dtype=float)
     rows = []
     for k in range(len(log)):
-        frame = _frame(log, harness, k)
+        frame = _frame(log, harness, k, t0)
         ctx.command = log.command[k] if log.command is not None else default_command
         ctx.last_action = actions[k - 1] if k else before
-        ctx.first_call_time, ctx.call_index = 0.0, k
+        ctx.first_call_time, ctx.call_index = t0, k
         rows.append(builder.single(frame, ctx))
     names = [t.name for t in builder.terms]
     rebuilt = [np.array([r[t] for r in rows]) for t in range(len(names))]

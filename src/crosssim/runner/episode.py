@@ -48,6 +48,13 @@ class Episode:
         period is not scored."""
         h = self.stepper.harness
         self.reset(self.task.initial_state(h.canonical, np.random.default_rng(seed)), [seed, 1])
+        self.wait_for_first_call()
+
+    def wait_for_first_call(self) -> None:
+        """After a reset: with the card's ``first_call: after_one_period``, hold a zero action (pd:
+        the default pose) for one control period, not scored, as crossval, the gymnasium Env and
+        simulated logs all do; with ``reset`` (the default) nothing."""
+        h = self.stepper.harness
         if h.first_call == "after_one_period":
             self.frame = self.stepper.step(np.zeros(h.action_size), acted=False)
 

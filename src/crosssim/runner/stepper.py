@@ -73,6 +73,10 @@ class ControlStepper:
         if self.native:
             self.model = native_pd
         self.observer = harness.observer()
+        self.clock_offset = 0.0
+        """Added to every frame's time [s]: the episode clock at the engine's reset. A log replay
+        starts at the first policy call, one control period after the robot's reset under the
+        card's ``first_call: after_one_period`` (crosssim.real.compare)."""
         if getattr(harness.task, "pushes", None) is not None and not self.engine.capabilities.push:
             raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
                                 "run it in mujoco or pybullet, or remove the pushes")
@@ -125,8 +129,14 @@ class ControlStepper:
     def frame(self) -> SimFrame:
         task = self.harness.task
         if getattr(task, "needs_derived", False) and self.engine.capabilities.native_derived:
-            return self.engine.frame(self.model, self.state, contacts=task.needs_contacts, derived=True)
-        return self.engine.frame(self.model, self.state, contacts=task.needs_contacts)
+            frame = self.engine.frame(self.model, self.state, contacts=task.needs_contacts, derived=True)
+        else:
+            frame = self.engine.frame(self.model, self.state, contacts=task.needs_contacts)
+        if self.clock_offset:
+            from dataclasses import replace
+
+            frame = replace(frame, time=frame.time + self.clock_offset)
+        return frame
 
     def observe(self, frame: SimFrame, task_state: dict) -> np.ndarray:
         obs = self.observer(frame, task_state)
