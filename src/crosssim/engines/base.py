@@ -87,6 +87,10 @@ class EngineCapabilities:
     """Several live states of one model step in lockstep at no extra cost, so the runner may
     batch episodes. Every engine must keep interleaved states apart (the contract); this flag
     says doing so is cheap (PyBullet restores a snapshot per switch: correct, not cheap)."""
+    parallel_states: bool = False
+    """``step``/``step_targets`` on different states of one model may run in several threads at
+    once, the engine releasing the GIL while it steps (MuJoCo's ``mj_step``): the lockstep runner
+    then steps a batch's episodes on all cores."""
     fluid: bool = False
     """The engine applies MuJoCo's fluid forces (``<option viscosity density>``: Swimmer). A scene
     that sets them is refused by an engine without, rather than run as a robot in vacuum."""

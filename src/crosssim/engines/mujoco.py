@@ -16,6 +16,8 @@ from crosssim.variant import CompiledModel
 
 
 BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
+TARGET_MAX = 1e9
+"""|PD target| [rad] the native PD path hands MuJoCo at most (it zeroes ``ctrl`` above 1e10)."""
 DERIVED = ("xpos", "xquat", "xipos", "cinert", "cvel", "site_xpos", "qfrc_constraint")
 """mjData arrays a frame carries with ``derived=True`` (SimFrame.derived)."""
 
@@ -37,9 +39,10 @@ class EngineMuJoCo(EngineBase):
     (``ctrl`` stays 0); crosssim's torques enter as ``qfrc_applied``."""
 
     name = "mujoco"
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, native_derived=True, fluid=True,
-                                      ball_joints=True, push=True, native_pd=True)
-    """Many MjData on one MjModel step independently; mj_resetData reuses one in place; mjData's
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, parallel_states=True,
+                                      native_derived=True, fluid=True, ball_joints=True, push=True, native_pd=True)
+    """Many MjData on one MjModel step independently (in parallel threads too: the bindings release
+    the GIL in mj_step, and the model is only read); mj_resetData reuses one in place; mjData's
     body arrays are the derived quantities gymnasium reads; the model is MuJoCo's own, so a ball
     joint in the base is simply there."""
 
@@ -118,6 +121,10 @@ class EngineMuJoCo(EngineBase):
         pd.actuator_ctrllimited[ids] = 0
         if hasattr(pd, "actuator_actgravcomp"):  # MuJoCo >= 3.1: gravity compensation through the actuator
             pd.actuator_actgravcomp[ids] = 0
+        # A joint's actuatorfrcrange would clamp the actuator's force: crosssim's torques (in
+        # qfrc_applied) never see it, so neither may the native law (G1: 50-139 N m, reached
+        # by a hard-pushed policy).
+        pd.jnt_actfrclimited[m.actuator_trnid[ids, 0]] = 0
         limit = actuation.torque_limit
         pd.actuator_forcelimited[ids] = 0 if limit is None else 1
         if limit is not None:
@@ -125,7 +132,18 @@ class EngineMuJoCo(EngineBase):
         return replace(model, mj=pd, pd_actuators=ids)
 
     def step_targets(self, model: MuJoCoModel, state: mujoco.MjData, targets: np.ndarray, n_substeps: int) -> None:
-        """``n_substeps`` physics steps of a ``native_pd_model`` towards PD ``targets``, in one C call."""
+        """``n_substeps`` physics steps of a ``native_pd_model`` towards PD ``targets``, in one C call.
+
+        MuJoCo zeroes every ``ctrl`` (a warning, no error) when one exceeds 1e10: a target that
+        far out only saturates the card's torque limit, so it is clipped to +-1e9 rad where the
+        limit exists (the same torque); without a limit it is an engine failure, as the torque
+        ``kp * target`` would be in the one-at-a-time path."""
+        targets = np.asarray(targets, dtype=float)
+        if np.abs(targets).max(initial=0.0) > TARGET_MAX:
+            if not model.mj.actuator_forcelimited[model.pd_actuators].all():
+                raise EngineFailure(f"mujoco: a PD target beyond {TARGET_MAX:g} rad ({np.abs(targets).max():.3g}) "
+                                    f"without a torque limit at t = {state.time:.3f} s")
+            targets = np.clip(targets, -TARGET_MAX, TARGET_MAX)
         state.ctrl[model.pd_actuators] = targets
         mujoco.mj_step(model.mj, state, nstep=n_substeps)
         if state.warning[BADQACC].number:

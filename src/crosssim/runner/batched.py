@@ -7,10 +7,17 @@ order, whether the episode is still running, finished or was taken from the cach
 action then depends only on its own observation and the batch size, so results do not depend on
 which other episodes ran (the BLAS kernel a matrix product takes depends on its shape; batched
 and one-at-a-time actions differ in the last bits, which is why batching is a cache-key field).
+
+With an engine whose states step in parallel (``parallel_states``: MuJoCo), each control step's
+physics runs in a pool of threads, one task per episode, while this thread scores the episodes
+whose physics is done: each state is touched by one thread at a time and in the same order, so the
+rows are bit-identical to the same batch stepped in one thread.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -31,15 +38,34 @@ def can_batch(engine, policy: Policy) -> bool:
     return engine.capabilities.concurrent_states and policy.batchable
 
 
+def physics_threads(engine, episodes: int) -> int:
+    """Threads to step a batch's physics in: the cores this process may use (at most one per
+    episode) where the engine steps states in parallel, else 1 (no pool)."""
+    if not engine.capabilities.parallel_states:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, episodes))
+
+
 def run_episodes_lockstep(sim: Simulator, harness: Harness, policy: Policy, slots: list[tuple[int, int, int]], *,
                           batch_size: int, max_steps: int | None = None, record_episode: int | None = None,
                           on_result: Callable[[EpisodeResult], None], heartbeat: Callable[[int], None] = lambda t: None,
-                          ) -> None:
+                          threads: int | None = None) -> None:
     """Run the episodes ``slots`` = [(row, episode, seed)] together; ``on_result`` gets each as it ends.
 
-    Each episode steps through the same ``Episode.advance`` as ``run_episode``; only where the
-    actions come from (one policy forward for the whole batch) is this module's own.
+    Each episode steps through the same ``Episode.advance`` parts as ``run_episode``; only where
+    the actions come from (one policy forward for the whole batch) and which thread steps the
+    physics (``threads``; None: ``physics_threads``) are this module's own.
     """
+    threads = physics_threads(sim.engine, len(slots)) if threads is None else threads
+    if threads > 1:
+        with ThreadPoolExecutor(threads, thread_name_prefix="crosssim-physics") as pool:
+            _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool)
+    else:
+        _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, None)
+
+
+def _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool) -> None:
     episodes, accounts, alive = {}, {}, []
     native = sim.engine.native_pd_model(sim.model, harness.actuation) if sim.engine.capabilities.native_pd else None
     for row, episode, seed in slots:
@@ -79,7 +105,15 @@ def run_episodes_lockstep(sim: Simulator, harness: Harness, policy: Policy, slot
             alive = []
         for row in list(alive):
             try:
-                step = episodes[row].advance(actions[row])
+                episodes[row].act(actions[row])
+            except Exception as exc:
+                alive.remove(row)
+                end([row], exc)
+        running = {row: pool.submit(episodes[row].physics) for row in alive} if pool is not None else {}
+        for row in list(alive):  # in row order: scores overlap the other rows' physics in the pool
+            try:
+                running[row].result() if pool is not None else episodes[row].physics()
+                step = episodes[row].score()
                 accounts[row].add(episodes[row], step)
                 if step.terminated:
                     alive.remove(row)

@@ -65,10 +65,25 @@ class Episode:
     def advance(self, action, *, check: bool = True) -> StepResult:
         """Apply ``action`` for one control period and score it; the frame moves on only when the
         engine step succeeded (a failure leaves the last good frame)."""
+        self.act(action, check=check)
+        self.physics()
+        return self.score()
+
+    # advance in three parts, so that a lockstep batch can run the physics of many episodes at once
+    def act(self, action, *, check: bool = True) -> None:
+        """``advance``'s first part: check ``action`` and plan its control period."""
         if check:
             action = self.stepper.check_action(action, self.t)
-        after = self.stepper.step(action)
-        step = self.task.step(self.frame, after, action, self.task_state, self.stepper.control_dt)
+        self._action, self._parts = action, self.stepper.plan(action)
+
+    def physics(self) -> None:
+        """``advance``'s second part: the engine steps of the planned period (this episode's state only)."""
+        self.stepper.physics(self._parts)
+
+    def score(self) -> StepResult:
+        """``advance``'s last part: the new frame, the task's score, a push the task drew."""
+        after = self.stepper.settle()
+        step = self.task.step(self.frame, after, self._action, self.task_state, self.stepper.control_dt)
         push = self.task_state.pop("push", None)  # a push the task drew: after scoring, before the next observation
         self.frame = after if push is None else self.stepper.push(push)
         self.t += 1

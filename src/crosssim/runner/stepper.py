@@ -159,14 +159,18 @@ class ControlStepper:
         """Apply one (checked) action for one control period; return the new frame (finite).
         ``acted=False``: not the policy's action (the period before the first call), so
         ``last_action`` stays zero."""
-        engine, model, act = self.engine, self.model, self.harness.actuation
+        self.physics(self.plan(action, acted=acted))
+        return self.settle()
+
+    def plan(self, action: np.ndarray, *, acted: bool = True) -> list[tuple[np.ndarray, int]]:
+        """The control period's bookkeeping before any physics (observer, delay queue): the PD
+        targets (or actions, for an actuator law) as [(target, physics steps)] for ``physics``."""
+        act = self.harness.actuation
         if acted:
             self.observer.acted(action)
         if self.delay_steps:
             self._pending.append(action)
             action = self._pending.popleft()
-        # an actuator model (net history, torque-speed envelope) acts at every physics step
-        law = act if self._actuator is None else self._actuator
         parts = [(act.target(action), self.substeps)]
         if self.delay_substeps:  # the previous action acts for the first part of the period
             held, now = act.target(self._held), parts[0][0]
@@ -175,9 +179,16 @@ class ControlStepper:
             parts = [(held, whole)] + ([(blend * held + (1.0 - blend) * now, 1)] if blend > 1e-9 else []) \
                 + [(now, self.substeps - whole - (1 if blend > 1e-9 else 0))]
             self._held = action
+        return [(target, n) for target, n in parts if n > 0]
+
+    def physics(self, parts: list[tuple[np.ndarray, int]]) -> None:
+        """Step this stepper's engine state through ``parts`` (``plan``'s). It touches only this
+        stepper's state, chain and actuator: with an engine whose ``parallel_states`` capability
+        is set, the lockstep runner runs several steppers' physics in threads at once."""
+        engine, model, act = self.engine, self.model, self.harness.actuation
+        # an actuator model (net history, torque-speed envelope) acts at every physics step
+        law = act if self._actuator is None else self._actuator
         for target, n in parts:
-            if n <= 0:
-                continue
             if self.native:
                 engine.step_targets(model, self.state, target, n)
             elif act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
@@ -187,6 +198,9 @@ class ControlStepper:
                 for _ in range(n):
                     q, qd = engine.joint_state(model, self.state)
                     engine.step(model, self.state, self._chain(law.torques(target, q, qd)), 1)
+
+    def settle(self) -> SimFrame:
+        """The frame after ``physics``, checked finite."""
         after = self.frame()
         check_finite(after, self.name)
         return after
