@@ -29,10 +29,10 @@ DEFAULT_ACTIVATION = {"actor_critic": "Tanh", "squashed": "ReLU", "linear": None
 def read_zip(path: Path) -> tuple[dict, dict]:
     """(data JSON, actor state dict) of an SB3 zip; PolicyLoadError names what is wrong.
 
-    Members are size-checked and decompressed under crosssim.policies.limits, never whole.
+    Members are size-checked and decompressed under crosssim.policies.limits, never whole. The
+    state dict's values are numpy arrays (crosssim.policies.torchzip, no torch import) or, for a
+    file that reader does not accept, torch tensors from ``torch.load(weights_only=True)``.
     """
-    import torch
-
     try:
         with zipfile.ZipFile(path) as zf:
             names = [i.filename for i in check_archive(zf, path)]
@@ -53,6 +53,14 @@ def read_zip(path: Path) -> tuple[dict, dict]:
         if isinstance(exc, PolicyLoadError):
             raise
         raise PolicyLoadError(str(exc)) from None
+    from crosssim.policies.torchzip import Unsupported, read_state_dict
+
+    try:
+        return data, read_state_dict(raw, f"{path} (policy.pth)")
+    except Unsupported:
+        pass
+    import torch
+
     try:
         state = torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except Exception as exc:  # torch raises many types for corrupt or code-carrying files
@@ -80,10 +88,15 @@ def _activation(data: dict, family: str, override: str | None) -> str | None:
     return DEFAULT_ACTIVATION[family]
 
 
+def _f64(t) -> np.ndarray:
+    """A state dict value (numpy array or torch tensor) as float64 numpy."""
+    return t.astype(np.float64) if isinstance(t, np.ndarray) else t.double().numpy()
+
+
 def _mlp(state: dict, prefix: str) -> list[tuple[np.ndarray, np.ndarray]]:
     layers, k = [], 0
     while f"{prefix}.{k}.weight" in state:
-        layers.append((state[f"{prefix}.{k}.weight"].double().numpy(), state[f"{prefix}.{k}.bias"].double().numpy()))
+        layers.append((_f64(state[f"{prefix}.{k}.weight"]), _f64(state[f"{prefix}.{k}.bias"])))
         k += 2  # Linear, activation, Linear, ...
     return layers
 
@@ -112,17 +125,17 @@ class SB3ActorPolicy(Policy):
         if "actor.mu.weight" in state:
             self.family = "squashed"
             self.hidden = _mlp(state, "actor.latent_pi")
-            self.head = (state["actor.mu.weight"].double().numpy(), state["actor.mu.bias"].double().numpy())
+            self.head = (_f64(state["actor.mu.weight"]), _f64(state["actor.mu.bias"]))
         elif "action_net.weight" in state and "mlp_extractor.policy_net.0.weight" in state:
             self.family = "actor_critic"
             self.hidden = _mlp(state, "mlp_extractor.policy_net")
-            self.head = (state["action_net.weight"].double().numpy(), state["action_net.bias"].double().numpy())
+            self.head = (_f64(state["action_net.weight"]), _f64(state["action_net.bias"]))
         elif "action_net.weight" in state:  # sb3-contrib ARS linear policy (bias optional)
             self.family = "linear"
             self.hidden = []
-            w = state["action_net.weight"].double().numpy()
+            w = _f64(state["action_net.weight"])
             b = state.get("action_net.bias")
-            self.head = (w, np.zeros(w.shape[0]) if b is None else b.double().numpy())
+            self.head = (w, np.zeros(w.shape[0]) if b is None else _f64(b))
         else:
             raise PolicyLoadError(
                 f"{path}: unrecognised SB3 policy (state dict keys {sorted(state)[:6]}...); "
