@@ -83,6 +83,16 @@ def _other_version(card: Card, loader, action_size: int, trust: bool, obs_size: 
     return version_hint(card.task, fits)
 
 
+def prestart(card: Card, *, trust: bool = False) -> None:
+    """Start the sandboxed process a later ``load_policy(card, trust=trust)`` will run the policy
+    in, so its torch / onnxruntime import (1-3 s) overlaps the caller's own start-up (scene
+    parsing, engine import). Nothing of the policy file is read yet."""
+    if not trust and card.policy_format in ("torchscript", "onnx"):
+        from crosssim.policies.sandbox import prestart as start
+
+        start(card.policy_format)
+
+
 def load_policy(card: Card, *, obs_size: int, action_size: int, trust: bool = False) -> Policy:
     """Load the card's policy and check it fits the task's observation and action sizes.
 

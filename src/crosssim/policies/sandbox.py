@@ -1,8 +1,11 @@
 """Policy inference for untrusted files in a sandboxed child process.
 
-The child (``python -m crosssim.policies.sandbox``) imports torch / onnxruntime and warms them
-up while it may still read files, reads the policy file into memory, then locks itself down
-before it parses a byte of the policy:
+The child (``python -m crosssim.policies.sandbox <format>``) imports torch / onnxruntime and
+warms them up as soon as it starts (before its request arrives: ``prestart`` starts one while
+the caller still builds its harness, and the next SandboxedPolicy of that format takes it),
+while it may still read files; it reads the policy file into memory, runs the TorchScript
+allow-list check (crosssim.policies.tscheck) on those bytes when asked, then locks itself down
+before it parses a byte of the policy with torch or onnxruntime:
 
 - **Landlock** (the ``landlock`` package; Linux >= 5.13): every filesystem access right is
   handled and none is granted, so the child can open no file at all; it keeps only the pipes it
@@ -110,14 +113,13 @@ def open_policy(fmt: str, path: Path, *, obs_size: int, trust: bool, output: str
     """
     if trust:
         return _local(fmt, path, obs_size=obs_size, output=output, check=False)
+    reason = unavailable()
+    if reason is None:  # the child runs the allow-list check before it locks down: no torch import here
+        return SandboxedPolicy(fmt, path, obs_size=obs_size, output=output, check=fmt == "torchscript")
     if fmt == "torchscript":
         from crosssim.policies.tscheck import check_torchscript
 
         check_torchscript(path)
-    reason = unavailable()
-    if reason is None:
-        return SandboxedPolicy(fmt, path, obs_size=obs_size, output=output)
-    if fmt == "torchscript":
         raise PolicyLoadError(f"{path}: untrusted TorchScript runs only in crosssim's sandbox, which cannot be set up "
                               f"here: {reason}; pass --trust-policy-code only for a file you trust")
     if reason not in _warned:
@@ -222,19 +224,47 @@ def _stop(proc: subprocess.Popen) -> None:
             f.close()
 
 
-class SandboxedPolicy(Policy):
-    """A Policy whose forward runs in a sandboxed child process (see the module docstring)."""
+def _start(fmt: str) -> subprocess.Popen:
+    debug = os.environ.get("CROSSSIM_SANDBOX_DEBUG") == "1"
+    return subprocess.Popen(
+        [sys.executable, "-m", "crosssim.policies.sandbox", fmt], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=None if debug else subprocess.DEVNULL, env=_child_env())
 
-    def __init__(self, fmt: str, path: Path, *, obs_size: int, output: str | None = None):
+
+_spare: dict[str, subprocess.Popen] = {}
+"""At most one started, not yet used policy process per format (``prestart``)."""
+
+
+def prestart(fmt: str) -> None:
+    """Start a policy process for ``fmt`` now, so its torch / onnxruntime import runs while the
+    caller does other work; the next SandboxedPolicy of that format uses it. It has read no
+    request and no file yet: it holds nothing of any policy. Stopped at exit if never used."""
+    if fmt not in ("torchscript", "onnx") or unavailable() is not None:
+        return
+    old = _spare.get(fmt)
+    if old is not None and old.poll() is None:
+        return
+    proc = _spare[fmt] = _start(fmt)
+    weakref.finalize(proc, _stop, proc)  # at exit (or when replaced and collected)
+
+
+def _take(fmt: str) -> subprocess.Popen:
+    proc = _spare.pop(fmt, None)
+    return proc if proc is not None and proc.poll() is None else _start(fmt)
+
+
+class SandboxedPolicy(Policy):
+    """A Policy whose forward runs in a sandboxed child process (see the module docstring).
+    ``check``: the child runs the TorchScript allow-list check on the file's bytes before it locks
+    down and loads them (open_policy asks for it; tests hand hostile files over without it)."""
+
+    def __init__(self, fmt: str, path: Path, *, obs_size: int, output: str | None = None, check: bool = False):
         self.path, self.limits = Path(path), _limits()
         self.action_size = 0
-        env = _child_env()
-        debug = os.environ.get("CROSSSIM_SANDBOX_DEBUG") == "1"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "crosssim.policies.sandbox"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=None if debug else subprocess.DEVNULL, env=env)
+        self.proc = _take(fmt)
         self._finalizer = weakref.finalize(self, _stop, self.proc)
-        request = {"fmt": fmt, "path": str(self.path), "obs_size": obs_size, "output": output, **self.limits}
+        request = {"fmt": fmt, "path": str(self.path), "obs_size": obs_size, "output": output, "check": check,
+                   **self.limits}
         _write_all(self.proc.stdin.fileno(), _frame(b"J", json.dumps(request).encode()))
         self._call(None, timeout=STARTUP_TIMEOUT)  # imported and locked down
         info = self._call(None)  # loaded, zero-input forward done: this one is timed like a forward
@@ -379,6 +409,13 @@ def _child_main() -> None:
 
     rfd, wfd = 0, os.dup(1)
     os.dup2(2, 1)  # stray prints go to stderr (/dev/null), never into the result pipe
+    fmt = sys.argv[1] if len(sys.argv) > 1 else None
+    warm_error = None
+    if fmt is not None:  # started ahead of its request (prestart): import while the parent works
+        try:
+            _warm_up(fmt)
+        except Exception as exc:  # reported once the request names the file
+            warm_error = exc
     first = _read_frame(rfd)
     if first is None:
         return
@@ -388,12 +425,19 @@ def _child_main() -> None:
         _write_all(wfd, _frame(b"J", json.dumps(obj).encode()))
 
     try:
-        _warm_up(req["fmt"])
+        if warm_error is not None:
+            raise warm_error
+        if fmt != req["fmt"]:
+            _warm_up(req["fmt"])
         path = Path(req["path"])
         with open(path, "rb") as f:
             source = f.read(ARCHIVE_LIMIT + 1)
         if len(source) > ARCHIVE_LIMIT:
             raise PolicyLoadError(f"{path}: the policy file is over crosssim's limit of {ARCHIVE_LIMIT >> 20} MiB")
+        if req.get("check") and req["fmt"] == "torchscript":
+            from crosssim.policies.tscheck import check_torchscript
+
+            check_torchscript(path, source=source)  # reads the bytes as data; nothing of them runs
         _restrict(req)
         send({"ready": True})
         policy = _local(req["fmt"], path, obs_size=req["obs_size"], output=req["output"], check=False, source=source)

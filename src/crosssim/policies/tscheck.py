@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import pickletools
 import zipfile
 from pathlib import Path
@@ -245,13 +246,15 @@ def _pickle_globals(data: bytes):
             recent.append(None)
 
 
-def check_torchscript(path: Path) -> None:
+def check_torchscript(path: Path, *, source: bytes | None = None) -> None:
     """Raise PolicyLoadError (one line) unless ``path`` is a TorchScript zip whose code and
-    pickles use only allowed operators and callables. Reads the file; runs nothing from it."""
+    pickles use only allowed operators and callables. Reads the file (or ``source``, its bytes
+    already read: the sandbox's child checks what it will load); runs nothing from it."""
     path = Path(path)
-    check_file_size(path)
+    if source is None:
+        check_file_size(path)
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(path if source is None else io.BytesIO(source)) as zf:
             infos = check_archive(zf, path)
             members = {i.filename: read_member(zf, i.filename, path) for i in infos
                        if i.filename.endswith((".py", ".pkl", ".debug_pkl"))}

@@ -161,6 +161,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     unknown engine, unwritable output folder); then the plan."""
     from crosssim.engines.base import registered_engines
     from crosssim.policies import load_policy
+    from crosssim.policies.load import prestart
     from crosssim.policies.sandbox import set_memory_limit
     from crosssim.profiles import load_profile
     from crosssim.sweep import LADDERS
@@ -168,6 +169,9 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     requested_steps = config.max_steps
     config = quick_config(config)
     card = load_card(config.policy)
+    if config.policy_memory_mb is not None:  # the workers inherit it through the environment
+        set_memory_limit(config.policy_memory_mb)
+    prestart(card, trust=config.trust_policy_code)  # the policy process imports while the harness builds
     if config.episodes < 1:
         raise CrossSimError(f"--episodes must be at least 1, got {config.episodes}")
     from crosssim.actuators import check_variant
@@ -184,8 +188,6 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
 
         config = dataclasses.replace(config, max_steps=min(config.max_steps, harness.task.max_steps))
     # Loaded exactly as the workers will load it (same trust), then dropped.
-    if config.policy_memory_mb is not None:  # the workers inherit it through the environment
-        set_memory_limit(config.policy_memory_mb)
     load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=config.trust_policy_code)
     out = Path(config.out) if config.out else default_out(card)
     try:
@@ -382,6 +384,10 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
             if progress:
                 progress(e, len(got.rows[e]), total, {"failure": payload})
 
+    if not config.inline:  # the workers run elsewhere: import what the end of the run needs meanwhile
+        from crosssim.prefetch import prefetch
+
+        prefetch()
     if config.executor == "ray":
         from crosssim.runner.ray_executor import run_jobs_ray
 

@@ -73,6 +73,7 @@ def execute_job(job: EngineJob, emit) -> None:
     from crosssim.errors import CrossSimError
     from crosssim.perturb import Perturbation
     from crosssim.policies import load_policy
+    from crosssim.policies.load import prestart
     from crosssim.profiles import load_profile
     from crosssim.runner.batched import can_batch, run_episodes_lockstep
     from crosssim.runner.rollout import Harness, run_episode
@@ -86,6 +87,7 @@ def execute_job(job: EngineJob, emit) -> None:
 
     try:
         card = load_card(job.card_path)
+        prestart(card, trust=job.trust)  # its torch import overlaps the scene parse below
         harness = Harness.from_card(card)
         profile = load_profile(job.profile)
         policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=job.trust)
