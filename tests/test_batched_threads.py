@@ -108,3 +108,13 @@ def test_thread_count_follows_the_engine_and_the_batch(g1):
     pybullet = open_engine(load_profile("pybullet"), Harness.for_task("Hopper").scene)
     assert physics_threads(pybullet.engine, 64) == 1  # one server per model: no parallel states
     pybullet.close()
+
+
+def test_the_thread_count_can_be_capped(g1, monkeypatch):
+    from crosssim.errors import CrossSimError
+
+    monkeypatch.setenv("CROSSSIM_PHYSICS_THREADS", "1")
+    assert physics_threads(g1[1].engine, 64) == 1
+    monkeypatch.setenv("CROSSSIM_PHYSICS_THREADS", "two")
+    with pytest.raises(CrossSimError, match="CROSSSIM_PHYSICS_THREADS='two'"):
+        physics_threads(g1[1].engine, 64)

@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from crosssim.errors import CrossSimError
 from crosssim.policies.base import Policy
 from crosssim.runner.episode import Episode
 from crosssim.runner.harness import Harness
@@ -40,10 +41,16 @@ def can_batch(engine, policy: Policy) -> bool:
 
 def physics_threads(engine, episodes: int) -> int:
     """Threads to step a batch's physics in: the cores this process may use (at most one per
-    episode) where the engine steps states in parallel, else 1 (no pool)."""
+    episode) where the engine steps states in parallel, else 1 (no pool). ``CROSSSIM_PHYSICS_THREADS``
+    caps it (1: no pool; on a host whose cores other jobs hold, threads only add hand-offs)."""
     if not engine.capabilities.parallel_states:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cap = os.environ.get("CROSSSIM_PHYSICS_THREADS", "").strip()
+    if cap:
+        if not cap.isdigit() or int(cap) < 1:
+            raise CrossSimError(f"CROSSSIM_PHYSICS_THREADS={cap!r}: set it to a whole number >= 1 (1: no threads)")
+        cores = min(cores, int(cap))
     return max(1, min(cores, episodes))
 
 

@@ -70,7 +70,8 @@ class CrossvalConfig:
     batch: bool = option(
         False, flag="--batch-episodes",
         help="Step each engine's episodes in lockstep with one batched policy forward per control step "
-             "(engines with concurrent states: MuJoCo; memoryless policies, and LSTM exporters rebuilt as a batched "
+             "(engines with concurrent states: MuJoCo, its physics in one thread per core, and PhysX, one world per "
+             "episode; memoryless policies, and LSTM exporters rebuilt as a batched "
              "module; a PD card's law then runs in MuJoCo's actuators). Numbers differ from one-at-a-time runs in "
              "the last bits of the policy output, so this (with the batch size, the episode count) is part of the "
              "cache key.")

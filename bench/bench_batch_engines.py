@@ -1,0 +1,80 @@
+"""Lockstep (one batched policy forward per control step) against one episode at a time, per engine,
+in one process, the two paths interleaved (the host is shared: compare the ratio of one run).
+
+    PYTHONPATH=$PWD/src .venv/bin/python bench/bench_batch_engines.py [--engines mujoco,physx,pybullet]
+        [--episodes 8] [--steps 200] [--repeat 2]
+
+Every engine is timed through ``run_episodes_lockstep`` whether or not it declares
+``concurrent_states`` (PyBullet and Newton keep interleaved states apart by swapping a snapshot or
+the solver's warm start per switch): what batching would gain or cost there, measured, and whether
+its rows equal the one-at-a-time ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CARD = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engines", default="mujoco,physx,pybullet")
+    parser.add_argument("--card", default=str(CARD))
+    parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    from crosssim.card import load_card
+    from crosssim.policies import load_policy
+    from crosssim.profiles import load_profile
+    from crosssim.runner.batched import run_episodes_lockstep
+    from crosssim.runner.harness import Harness
+    from crosssim.runner.rollout import run_episode
+    from crosssim.runner.simulator import open_engine
+
+    card = load_card(args.card)
+    harness = Harness.from_card(card)
+    policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=True)
+    n, steps = args.episodes, args.steps
+    print(f"{card.name}: {n} episodes x {steps} control steps; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores")
+    for engine in args.engines.split(","):
+        sim = open_engine(load_profile(engine), harness.scene)
+
+        def single():
+            return [run_episode(sim, harness, policy, episode=k, seed=k, max_steps=steps) for k in range(n)]
+
+        def lockstep():
+            out = []
+            run_episodes_lockstep(sim, harness, policy, [(k, k, k) for k in range(n)], batch_size=n,
+                                  max_steps=steps, on_result=out.append)
+            return sorted(out, key=lambda r: r.episode)
+
+        best = {"single": float("inf"), "lockstep": float("inf")}
+        rows = {}
+        for _ in range(args.repeat):
+            for name, run in (("single", single), ("lockstep", lockstep)):
+                t = time.perf_counter()
+                rows[name] = run()
+                best[name] = min(best[name], time.perf_counter() - t)
+        worst = max(abs(a.ret - b.ret) / max(abs(a.ret), 1e-12) for a, b in zip(rows["single"], rows["lockstep"]))
+        lengths = all(a.length == b.length and a.failure == b.failure for a, b in zip(rows["single"], rows["lockstep"]))
+        control_steps = sum(r.length for r in rows["single"])
+        print(f"{engine:10s} one at a time {best['single']:6.2f} s  lockstep {best['lockstep']:6.2f} s  "
+              f"speedup {best['single'] / best['lockstep']:4.2f}x  ({control_steps} control steps; returns within rel "
+              f"{worst:.1e}, same lengths and failures: {lengths})")
+        sim.close()
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
