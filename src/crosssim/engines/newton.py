@@ -30,6 +30,7 @@ wp.config.log_level = wp.LOG_WARNING
 import newton  # noqa: E402
 
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile  # noqa: E402
+from crosssim.engines.newton_ball import put_balls, read_balls  # noqa: E402
 from crosssim.engines.newton_model import SETTINGS_KEYS, NewtonModel, audit_newton, build_model  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
@@ -84,7 +85,7 @@ class EngineNewton(EngineBase):
     # A state's buffers carry its own graph: resetting one in place skips a new capture. The
     # solver's warm start is swapped per state (see _load), which is correct but not free, so
     # episodes do not run in lockstep.
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False)
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False, ball_joints=True)
     settings_keys = SETTINGS_KEYS
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
@@ -112,6 +113,7 @@ class EngineNewton(EngineBase):
         qd[model.qd_index] = qvel[c.joint_dofadr]
         if c.free_base:
             q[model.free_q:model.free_q + 7], qd[model.free_qd:model.free_qd + 6] = _free_to_newton(model, qpos, qvel)
+        put_balls(model.balls, qpos, qvel, q, qd)
         for s in (state.s0, state.s1):
             s.joint_q.assign(q)
             s.joint_qd.assign(qd)
@@ -206,6 +208,7 @@ class EngineNewton(EngineBase):
         qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
         qpos[c.joint_qposadr] = q[model.q_index] + model.joint_offset
         qvel[c.joint_dofadr] = qd[model.qd_index]
+        read_balls(model.balls, q, qd, qpos, qvel)
         if c.free_base:
             pos, quat, lin, ang = _free_from_newton(model, q[model.free_q:model.free_q + 7],
                                                     qd[model.free_qd:model.free_qd + 6])

@@ -21,6 +21,7 @@ import warp as wp
 import newton
 from crosssim.engines.base import AuditRow, EngineProfile, compiled_canonical
 from crosssim.engines.mujoco import audit_rows
+from crosssim.engines.newton_ball import BALL, ball_coordinates, skip_carrier, split_base
 from crosssim.errors import CrossSimError
 from crosssim.frame import quat_to_matrix
 from crosssim.scene import CanonicalModel
@@ -61,6 +62,9 @@ class NewtonModel:
     """Centre of mass of each Newton body in its body frame [m]."""
     free_q: int = -1
     free_qd: int = -1
+    balls: tuple = ()
+    """(qpos address, dof address, Newton q start, qd start) of each ball joint of the base
+    (crosssim.engines.newton_ball)."""
     shape_geom: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     """MuJoCo geom of each Newton shape (-1: none)."""
     floor_mu: float = 1.0
@@ -131,11 +135,14 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         raise CrossSimError(f"profile {profile.name}: newton solver {solver_name!r} is not one of {list(SOLVERS)}")
     builder = newton.ModelBuilder()
     # <option> is taken from the canonical model below (Newton rejects solver="PGS").
-    builder.add_mjcf(str(scene), parse_mujoco_options=False, parse_visuals=False, parse_sites=False)
+    source, resolver = (str(scene), None) if not c.ball_joints else split_base(scene, c.root_body)
+    builder.add_mjcf(source, parse_mujoco_options=False, parse_visuals=False, parse_sites=False,
+                     path_resolver=resolver)
     nm = builder.finalize(device="cpu")
     notes: dict[str, str] = {}
 
     body_index = _match_bodies(nm, m)
+    balls = ball_coordinates(nm, m, body_index)
     _fix_merged_joint_anchors(nm, m, body_index)
     q_index, qd_index = _match_joints(nm, m, c, body_index)
     joint_offset = np.array([m.qpos0[a] for a in c.joint_qposadr])
@@ -171,19 +178,20 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         canonical=c, profile=profile, nm=nm, solver_name=solver_name, solver=solver, pipeline=pipeline,
         contacts=contacts, dt=dt, substeps=substeps, capture=capture, body_index=body_index,
         q_index=q_index, qd_index=qd_index, joint_offset=joint_offset, body_com=nm.body_com.numpy().astype(float),
-        free_q=free_q, free_qd=free_qd, shape_geom=shape_geom, floor_mu=floor_mu, notes=notes, passive=passive)
+        free_q=free_q, free_qd=free_qd, balls=balls, shape_geom=shape_geom, floor_mu=floor_mu, notes=notes, passive=passive)
 
 
 def _match_bodies(nm, m) -> np.ndarray:
     """Newton's importer walks the MJCF tree in MuJoCo's order; check it by name."""
     labels = [str(label).rsplit("/", 1)[-1] for label in nm.body_label]
-    if len(labels) != m.nbody - 1:
-        raise CrossSimError(f"newton: {len(labels)} bodies imported, MuJoCo compiles {m.nbody - 1}")
+    index = skip_carrier(labels)  # a split ball-jointed base has one body more (newton_ball)
+    if len(index) != m.nbody - 1:
+        raise CrossSimError(f"newton: {len(index)} bodies imported, MuJoCo compiles {m.nbody - 1}")
     for b in range(1, m.nbody):
         name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)
-        if name is not None and labels[b - 1] != name:
-            raise CrossSimError(f"newton: body {b} is {labels[b - 1]!r}, MuJoCo's is {name!r}")
-    return np.arange(m.nbody - 1)
+        if name is not None and labels[index[b - 1]] != name:
+            raise CrossSimError(f"newton: body {b} is {labels[index[b - 1]]!r}, MuJoCo's is {name!r}")
+    return np.array(index, dtype=int)
 
 
 def _body_joint(nm, body: int) -> int:
@@ -204,6 +212,8 @@ def _fix_merged_joint_anchors(nm, m, body_index) -> None:
         if len(jnts) < 2:
             continue
         types = [int(m.jnt_type[j]) for j in jnts]
+        if BALL in types:  # split by newton_ball: the slides' carrier needs no anchor, the ball has its own
+            continue
         hinges = [j for j, t in zip(jnts, types) if t == mujoco.mjtJoint.mjJNT_HINGE]
         first_hinge = types.index(int(mujoco.mjtJoint.mjJNT_HINGE)) if hinges else len(types)
         if any(t == mujoco.mjtJoint.mjJNT_SLIDE for t in types[first_hinge:]):
@@ -227,7 +237,7 @@ def _match_joints(nm, m, c: CanonicalModel, body_index) -> tuple[np.ndarray, np.
     """Canonical joint -> Newton coordinate and dof. Newton orders a merged joint's dofs
     linear first, then angular, each in MJCF order."""
     q_start, qd_start, axes = nm.joint_q_start.numpy(), nm.joint_qd_start.numpy(), nm.joint_axis.numpy()
-    joint_ids = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_FREE)]
+    joint_ids = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_FREE), BALL)]
     q_index, qd_index = [], []
     for j in joint_ids:
         b = int(m.jnt_bodyid[j])
@@ -236,6 +246,8 @@ def _match_joints(nm, m, c: CanonicalModel, body_index) -> tuple[np.ndarray, np.
         hinges = [i for i in jnts if m.jnt_type[i] == mujoco.mjtJoint.mjJNT_HINGE]
         local = (slides + hinges).index(j)
         nj = _body_joint(nm, int(body_index[b - 1]))
+        if any(int(m.jnt_type[i]) == BALL for i in jnts):  # the slides are the carrier's (newton_ball)
+            nj = _body_joint(nm, int(nm.joint_parent.numpy()[nj]))
         dof = int(qd_start[nj]) + local
         axis = m.jnt_axis[j] / np.linalg.norm(m.jnt_axis[j])
         if np.abs(axes[dof] / np.linalg.norm(axes[dof]) - axis).max() > 1e-5:
@@ -293,7 +305,7 @@ def _set_limit_gains(nm, m, qd_index, override: dict, *, armature: bool) -> None
         m = copy.copy(m)
         m.dof_armature[:] = 0.0
         mujoco.mj_setConst(m, mujoco.MjData(m))
-    joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_FREE)]
+    joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_FREE), BALL)]
     ke, kd = nm.joint_limit_ke.numpy().copy(), nm.joint_limit_kd.numpy().copy()
     for k, j in enumerate(joints):
         timeconst, dampratio = float(m.jnt_solref[j, 0]), float(m.jnt_solref[j, 1])

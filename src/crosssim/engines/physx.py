@@ -83,6 +83,8 @@ class EnginePhysX(EngineBase):
     # are not in the pack). A world costs ~8 ms to build; stepping states in turn costs nothing,
     # so a lockstep batch is one world per episode (bench/bench_batch_engines.py: 1.9x on Hopper).
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True)
+    ball_joints_refusal = ("SAPIEN 3 exposes no spherical articulation joint (its joints are fixed, revolute, "
+                           "prismatic or a free root), though PhysX has one")
     settings_keys = frozenset({"solver", "position_iterations", "velocity_iterations", "contact_offset", "rest_offset"})
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:

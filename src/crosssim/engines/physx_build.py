@@ -70,7 +70,8 @@ def refuse_unsupported(m, scene: Path) -> None:
     for j in range(m.njnt):
         if int(m.jnt_type[j]) == int(JNT.mjJNT_BALL):
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j)
-            raise EngineFailure(f"physx: ball joints not supported (joint {name} in {scene.name})")
+            raise EngineFailure(f"physx: ball joints not supported (joint {name} in {scene.name}): SAPIEN 3 exposes no "
+                                "spherical articulation joint")
 
 
 def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, np.ndarray, float, np.ndarray]:

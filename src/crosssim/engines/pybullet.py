@@ -28,6 +28,7 @@ import pybullet
 
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
 from crosssim.engines.mujoco import audit_rows
+from crosssim.engines.pybullet_ball import check_balls, free_spherical_motor, put_balls, read_balls
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
 from crosssim.scene import CanonicalModel, write_mesh_obj
@@ -76,6 +77,9 @@ class PyBulletModel:
     saved: list = field(default_factory=list)
     """(weakref to a state, its snapshot id) for every state now kept as a snapshot; the
     snapshots of states their owners dropped are removed from the server at the next save."""
+    balls: tuple = ()
+    """(PyBullet link, qpos address, dof address) of each ball joint of the base: a spherical
+    joint whose motor is switched off (crosssim.engines.pybullet_ball)."""
 
 
 @dataclass(eq=False)
@@ -107,7 +111,7 @@ class EnginePyBullet(EngineBase):
     name = "pybullet"
     # Interleaved states are kept apart by restoring snapshots: correct (the contract suite
     # checks it), but each switch costs a save and a restore, so episodes do not run in lockstep.
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False, push=True)
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False, push=True, ball_joints=True)
 
     settings_keys = frozenset({"substeps", "substep_dt", "solver_iterations", "armature"})
 
@@ -156,9 +160,10 @@ class EnginePyBullet(EngineBase):
 
         armature = str(s.get("armature", "auto"))
         if armature == "auto":
-            armature = "inertia" if c.free_base else "emulate"
+            armature = "inertia" if c.free_base or c.ball_joints else "emulate"
         if armature not in ("emulate", "inertia", "ignore"):
             raise EngineFailure(f"pybullet profile: armature must be auto, emulate, inertia or ignore, not {armature!r}")
+        check_balls(m, c, armature)
         # Principal inertia and its frame per body; with armature as inertia, each hinge's rotor
         # inertia joins the body's tensor about the joint axis (re-diagonalised below).
         inertia = {b: _body_inertia(m, b, armature == "inertia") for b in range(1, m.nbody)}
@@ -197,7 +202,8 @@ class EnginePyBullet(EngineBase):
                           iquat=inertia[b][1] if last else [1, 0, 0, 0],
                           parent=parent_link if k == 0 else len(links["mass"]) - 1,
                           jtype={int(mujoco.mjtJoint.mjJNT_HINGE): pybullet.JOINT_REVOLUTE,
-                                 int(mujoco.mjtJoint.mjJNT_SLIDE): pybullet.JOINT_PRISMATIC}[int(m.jnt_type[j])],
+                                 int(mujoco.mjtJoint.mjJNT_SLIDE): pybullet.JOINT_PRISMATIC,
+                                 int(mujoco.mjtJoint.mjJNT_BALL): pybullet.JOINT_SPHERICAL}[int(m.jnt_type[j])],
                           axis=m.jnt_axis[j])
                 joint_link[j] = len(links["mass"]) - 1
                 prev_anchor = anchors[k]
@@ -236,7 +242,12 @@ class EnginePyBullet(EngineBase):
             pybullet.changeDynamics(robot, j, angularDamping=0.0, **pb)
             pybullet.changeDynamics(robot, j, jointDamping=0.0, **pb)
         jidx = [int(m.jnt_qposadr[j]) for j in range(m.njnt)]
-        canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_FREE)]
+        canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (
+            int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL))]
+        balls = tuple((int(joint_link[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)
+                      if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_BALL))
+        for link, _, _ in balls:
+            free_spherical_motor(robot, link, client)
         jl = np.array([joint_link[j] for j in canonical_joints], dtype=int)
         # Native velocity motors hold every joint still unless switched off; where the model has
         # dry joint friction, a zero-velocity motor whose force is capped at it *is* dry friction,
@@ -266,6 +277,7 @@ class EnginePyBullet(EngineBase):
             frictionloss=np.asarray(friction, dtype=float),
             floor=floor,
             limits=limits,
+            balls=balls,
         )
         model.snapshot = pybullet.saveState(**pb)
         model.dt = float(pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"])
@@ -302,6 +314,7 @@ class EnginePyBullet(EngineBase):
         for k, link in enumerate(model.joint_link):
             pybullet.resetJointState(model.robot, int(link), float(qpos[c.joint_qposadr[k]] - model.joint_offset[k]),
                                      float(qvel[c.joint_dofadr[k]]), **pb)
+        put_balls(model, qpos, qvel)
         model.loaded = weakref.ref(state)
         return state
 
@@ -350,6 +363,8 @@ class EnginePyBullet(EngineBase):
 
     def push(self, model: PyBulletModel, state: PyBulletState, velocity: np.ndarray) -> None:
         """A uniform velocity added to the whole base moves its centre of mass by the same amount."""
+        if not model.canonical.free_base:  # a base on joints (slides, a ball) has no base velocity to reset
+            raise EngineFailure("pybullet: pushes need a free-joint base; this robot's base moves on joints")
         self._load(model, state)
         pb = dict(physicsClientId=model.client)
         lin, ang = pybullet.getBaseVelocity(model.robot, **pb)
@@ -409,6 +424,7 @@ class EnginePyBullet(EngineBase):
         q, qd = self._joint_arrays(model)
         qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
         qpos[c.joint_qposadr], qvel[c.joint_dofadr] = q, qd
+        read_balls(model, qpos, qvel)
         if c.free_base:
             base = self._base(model)
             qpos[:3], qpos[3:7], qvel[:3] = base[0], base[1], base[2]
