@@ -26,6 +26,9 @@ class Perturbation:
     """Clip torques to this fraction of each actuator's maximum (gear x ctrl range)."""
     action_latency: int = 0
     """Actions reach the motors this many control steps late."""
+    action_delay: float = 0.0
+    """A further delay [control steps, fractional], on top of ``action_latency``: a sub-step
+    latency (0.5: the previous action acts for half of each control period)."""
     obs_noise: float = 0.0
     """Standard deviation of Gaussian noise added to every observation value (raw units)."""
     dt_divisor: int = 1

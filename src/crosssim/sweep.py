@@ -38,7 +38,10 @@ class Ladder:
         """Perturbation fields of rung ``k`` (0: nominal)."""
         if k == 0:
             return {}
-        return {name: values[k - 1] for name, values in self.axes}
+        out = {}
+        for name, values in self.axes:
+            out.update(axis_fields(name, values[k - 1]))
+        return out
 
     def condition(self, k: int) -> str:
         """The results' condition name of rung ``k``."""
@@ -63,6 +66,17 @@ class Ladder:
         return float(np.interp(x, v, levels))
 
 
+def axis_fields(name: str, value) -> dict:
+    """Perturbation fields of one axis value: a latency in control steps is split into whole steps
+    (``action_latency``) and a fraction (``action_delay``, resolved to physics steps by the
+    harness; crosssim.runner.stepper), so every engine sees the same sub-step latency."""
+    if name == "action_latency":
+        whole = int(np.floor(value + 1e-9))
+        frac = float(value) - whole
+        return {"action_latency": whole} | ({"action_delay": round(frac, 9)} if frac > 1e-9 else {})
+    return {name: value}
+
+
 NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_noise": 0.0,
            "friction_scale": 1.0, "mass_scale": 1.0}
 """Each swept axis's value with no gap (crosssim.perturb.Perturbation's defaults)."""
@@ -75,10 +89,10 @@ LADDERS: dict[str, Ladder] = {
                         (("motor_strength", (0.95, 0.9, 0.8, 0.7, 0.6, 0.5)),
                          ("motor_lag", (0.004, 0.008, 0.016, 0.024, 0.032, 0.040))),
                         "actuation (motor strength 0.95 to 0.5, torque lag 4 to 40 ms)"),
-    "timing": Ladder("timing", (1, 2, 3, 4),
-                     (("action_latency", (1, 2, 3, 4)),
-                      ("obs_noise", (0.01, 0.02, 0.03, 0.04))),
-                     "timing and sensing (action latency 1 to 4 control steps, observation noise 0.01 to 0.04)"),
+    "timing": Ladder("timing", (0.25, 0.5, 1, 2, 3, 4),
+                     (("action_latency", (0.25, 0.5, 1, 2, 3, 4)),
+                      ("obs_noise", (0.0025, 0.005, 0.01, 0.02, 0.03, 0.04))),
+                     "timing and sensing (action latency 0.25 to 4 control steps, observation noise 0.0025 to 0.04)"),
     "contact": Ladder("contact", (0.5, 1, 2, 3, 4, 5),
                       (("friction_scale", (0.93, 0.86, 0.72, 0.58, 0.44, 0.3)),
                        ("mass_scale", (1.03, 1.06, 1.12, 1.18, 1.24, 1.3))),
@@ -86,8 +100,9 @@ LADDERS: dict[str, Ladder] = {
 }
 """The default ladders (docs/risk.md gives the reasoning). Severity 1 is a typical gap on every
 axis; every rung is as harsh as the one below it on every axis, so the metric is expected to
-fall along the ladder. Latency is whole control steps (the harness delays whole actions), so
-timing has no half rung."""
+fall along the ladder. Timing's two bottom rungs are sub-step latencies (a quarter and half of a
+control period, the harness's fractional delay), which resolve policies that one whole step of
+latency already breaks."""
 
 PASS_FRACTION = 0.9
 """A rung passes when the metric keeps at least this share of nominal (docs/risk.md, alternatives)."""
