@@ -139,6 +139,20 @@ class DeploymentSection(_Section):
     """Lowest friction expected as a scale (0.7: 30 % more slippery), or a [low, high] range."""
     added_mass: Number | None = Field(None, json_schema_extra={"minimum": 0})
     """Payload or mass error as a share of the robot's mass."""
+    push: Number | None = Field(None, json_schema_extra={"minimum": 0})
+    """Horizontal push impulse [N s] the robot must take (opt-in family push; free base)."""
+    motor_free_speed: Number | None = Field(None, json_schema_extra={"exclusiveMinimum": 0})
+    """Real motors' free speed [rad/s] (opt-in family dc_motor)."""
+    actuator: StrictStr | None = None
+    """Actuator model file of the real motors (opt-in family actuator_net)."""
+    obs_noise_terms: dict[str, Number] | None = None
+    """Noise std per observation term, in the term's units (opt-in families noise:<term>)."""
+    margins: list[StrictStr] | None = None
+    """Opt-in families swept with no gap stated: margins reported, verdict unaffected."""
+    uncertainty: dict[str, Number] | None = None
+    """1-sigma uncertainty per stated key (a calibration's); the verdict uses value + 2 sigma."""
+    calibration: dict[str, Any] | None = None
+    """How crosssim calibrate measured the values (kept, never read)."""
 
 
 class CardModel(_Section):

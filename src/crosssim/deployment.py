@@ -14,8 +14,16 @@ from pathlib import Path
 
 from crosssim.errors import CardError
 
-KEYS = ("file", "latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass")
+KEYS = ("file", "latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass",
+        "push", "motor_free_speed", "actuator", "obs_noise_terms", "margins", "uncertainty", "calibration")
 """Every key a card's ``deployment`` section may hold."""
+OPT_IN = ("push", "motor_free_speed", "actuator", "obs_noise_terms")
+"""Keys of the opt-in gap families (crosssim.families): swept only when stated (or named in
+``margins``), so a card without them costs nothing more."""
+UNCERTAIN = ("latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass", "push")
+"""Keys that may carry a 1-sigma uncertainty (``uncertainty:``, as ``crosssim calibrate`` writes it)."""
+HARSHER = {"friction": -1.0}
+"""The direction in which a key's gap grows (+1 unless listed: a lower friction is a larger gap)."""
 
 
 @dataclass(frozen=True)
@@ -36,13 +44,29 @@ class DeploymentGap:
     """Lowest friction expected, as a scale on the simulated friction (0.7: 30 % more slippery)."""
     added_mass: float = 0.0
     """Payload or mass error as a share of the robot's mass (0.1: 10 % heavier)."""
+    push: float = 0.0
+    """Horizontal push impulse [N s] the robot must take (opt-in family ``push``)."""
+    motor_free_speed: float | None = None
+    """Real motors' free speed [rad/s] (DC-motor torque-speed limit; opt-in family ``dc_motor``)."""
+    actuator: str | None = None
+    """Actuator model file of the real motors (opt-in family ``actuator_net``)."""
+    obs_noise_terms: dict | None = None
+    """Noise std per observation term, in the term's units (opt-in families ``noise:<term>``)."""
+    margins: tuple = ()
+    """Opt-in families to sweep with no gap stated: their margins are reported, the verdict ignores them."""
+    uncertainty: dict | None = None
+    """1-sigma uncertainty of stated keys (a calibration's); the verdict uses value + 2 sigma, harsher."""
 
     def axes(self, control_period: float) -> dict[str, float]:
         """The gap as values of the swept axes (crosssim.sweep.LADDERS)."""
         steps = self.latency_steps if self.latency_steps is not None else self.latency / control_period
+        from crosssim.sweep import TERM_NOISE
+
         return {"motor_strength": 1.0 - self.motor_strength, "motor_lag": self.motor_lag,
                 "action_latency": steps, "obs_noise": self.obs_noise, "friction_scale": self.friction,
-                "mass_scale": 1.0 + self.added_mass}
+                "mass_scale": 1.0 + self.added_mass, "push_impulse": self.push,
+                "motor_free_speed": self.motor_free_speed, "actuator": self.actuator,
+                **{TERM_NOISE + t: v for t, v in (self.obs_noise_terms or {}).items()}}
 
 
 DEFAULTS: dict[str, DeploymentGap] = {
@@ -89,17 +113,27 @@ def parse_deployment(section, where: Path) -> dict:
             raise CardError(f"{path}: {exc}") from None
         if not isinstance(data, dict) or "file" in data:
             raise CardError(f"{path}: a deployment file is a YAML mapping of {', '.join(KEYS[1:])}")
+        if isinstance(data.get("actuator"), str):  # a file named in the file: relative to it
+            data["actuator"] = str((path.parent / data["actuator"]).resolve())
         merged.update(data)
     merged.update({k: v for k, v in section.items() if k != "file"})
+    if isinstance(section.get("actuator"), str):
+        merged["actuator"] = str((where.parent / section["actuator"]).resolve())
     for key in merged:
         if key not in KEYS:
             raise CardError(f"{where}: field 'deployment.{key}' is not known; {did_you_mean(key, KEYS, 'deployment.')}")
     # A latency is seconds; above 1 s it is almost surely milliseconds written as seconds (20 for
     # 0.02), which would read as a huge gap and a silent "high"/"unknown" verdict: refuse it.
     limits = {"latency": (0.0, 1.0), "latency_steps": (0.0, None), "motor_strength": (0.0, 0.95),
-              "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None)}
+              "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None), "push": (0.0, None)}
     out = {}
     for key, value in merged.items():
+        if key in ("actuator", "obs_noise_terms", "margins", "uncertainty", "calibration"):
+            out[key] = _opt_in(key, value, merged, where)
+            continue
+        if key == "motor_free_speed":
+            out[key] = _number(merged, key, where, 0.1)
+            continue
         if key == "friction":
             if isinstance(value, list):  # a range [low, high]: the low end is the gap
                 if len(value) != 2:
@@ -117,6 +151,48 @@ def parse_deployment(section, where: Path) -> dict:
     return out
 
 
+def _opt_in(key: str, value, merged: dict, where: Path):
+    """An opt-in or bookkeeping key, checked (CardError names the card and the field)."""
+    field = f"{where}: field 'deployment.{key}'"
+    if key == "actuator":
+        if not isinstance(value, str) or not Path(value).is_file():
+            raise CardError(f"{field} must name an actuator model file (docs/actuators.md); {value!r} is not one")
+        return value
+    if key == "calibration":  # how a calibration got its numbers: kept as written, never read
+        return value
+    if key == "margins":
+        from crosssim.families import family_key
+
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise CardError(f"{field} must be a list of opt-in families (push, dc_motor, noise:<term>)")
+        for name in value:
+            family_key(name, where)
+        return tuple(value)
+    if not isinstance(value, dict) or not value:
+        raise CardError(f"{field} must be a mapping of " + ("observation term: noise std (term units)"
+                                                             if key == "obs_noise_terms" else "key: 1-sigma"))
+    out = {}
+    for name, v in value.items():
+        if key == "uncertainty" and name not in UNCERTAIN:
+            raise CardError(f"{field}: {name!r} has no uncertainty here; one of {', '.join(UNCERTAIN)}")
+        if key == "uncertainty" and name not in merged:
+            raise CardError(f"{field}: an uncertainty for {name!r}, which the deployment does not state")
+        out[str(name)] = _number({f"{key}.{name}": v}, f"{key}.{name}", where, 0.0)
+    return out
+
+
+def _harsh_end(stated: dict) -> dict:
+    """Each stated key with an uncertainty moved two sigma towards a larger gap (the verdict plans
+    for the harsh end of what was measured); the keys' own limits still hold."""
+    sigma = stated.get("uncertainty") or {}
+    out = dict(stated)
+    for key, sd in sigma.items():
+        value = out[key] + 2.0 * sd * HARSHER.get(key, 1.0)
+        out[key] = min(max(value, 0.01), 1.0) if key == "friction" else \
+            min(value, 0.95) if key == "motor_strength" else max(value, 0.0)
+    return out
+
+
 def deployment_gap(card, task) -> tuple[DeploymentGap, str]:
     """The gap the verdict uses and where it came from ("card" or "default for <class> robots")."""
     stated = getattr(card, "deployment", None)
@@ -127,8 +203,10 @@ def deployment_gap(card, task) -> tuple[DeploymentGap, str]:
     # replaces a default stated in steps.
     if "latency" in stated and "latency_steps" not in stated:
         base = replace(base, latency_steps=None)
-    return replace(base, **stated), f"card deployment section over the default for {robot_class(task)} robots"
+    used = {k: v for k, v in _harsh_end(stated).items() if k != "calibration"}
+    where = "card deployment section" + (" (calibrated values at +2 sigma)" if stated.get("uncertainty") else "")
+    return replace(base, **used), f"{where} over the default for {robot_class(task)} robots"
 
 
 def gap_dict(gap: DeploymentGap) -> dict:
-    return {k: v for k, v in asdict(gap).items() if v is not None}
+    return {k: v for k, v in asdict(gap).items() if v is not None and v != () and not (k == "push" and v == 0)}

@@ -369,6 +369,9 @@ class ObservationBuilder:
         # Looked up once: a registry lookup per control step would cost more than the terms.
         self._terms = [None if spec.name.startswith("sensor:") else _term(spec.name) for spec in terms]
         self._buffer: deque = deque(maxlen=self.history)
+        self.term_noise: tuple[dict[int, float], np.random.Generator] | None = None
+        """Per-term noise ({term index: std in the term's units}, generator), set by the control step
+        for a variant with ``term_noise``; added before the term's scale and clip."""
 
     def reset(self) -> None:
         self._buffer.clear()
@@ -376,12 +379,15 @@ class ObservationBuilder:
     def single(self, frame: SimFrame, ctx: TermContext) -> list[np.ndarray]:
         """One frame's terms, scaled and clipped (no history, no change to the context)."""
         parts = []
-        for spec, term in zip(self.terms, self._terms):
+        for k, (spec, term) in enumerate(zip(self.terms, self._terms)):
             if term is None:
                 value = ctx.sensors.read(spec.name[len("sensor:"):], frame) - np.asarray(spec.options.get("offset", 0.0))
             else:
                 value = term(frame, ctx, **spec.options)
-            value = np.asarray(value, dtype=float) * spec.scale
+            value = np.asarray(value, dtype=float)
+            if self.term_noise is not None and k in self.term_noise[0]:
+                value = value + self.term_noise[1].normal(0.0, self.term_noise[0][k], value.shape)
+            value = value * spec.scale
             if spec.clip is not None:
                 value = np.clip(value, *spec.clip)
             parts.append(np.atleast_1d(value))

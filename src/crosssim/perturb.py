@@ -41,6 +41,14 @@ class Perturbation:
     """Actuator model file (crosssim.actuators): a learned actuator net or a YAML spec; None: ideal law."""
     motor_free_speed: float | None = None
     """DC-motor torque-speed envelope: joint speed [rad/s] where the available torque reaches zero."""
+    push_impulse: float = 0.0
+    """Horizontal impulse [N s] on a free base at fixed times of each episode (HarnessVariant)."""
+    term_noise: tuple[tuple[str, float], ...] = ()
+    """Noise std on named observation terms, in each term's own units (HarnessVariant)."""
+
+    def __post_init__(self):  # fields that crossed a process boundary as JSON come back as lists
+        if not isinstance(self.term_noise, tuple) or any(not isinstance(t, tuple) for t in self.term_noise):
+            object.__setattr__(self, "term_noise", tuple((str(n), float(v)) for n, v in self.term_noise))
 
     @property
     def is_nominal(self) -> bool:

@@ -154,7 +154,9 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 50
     mismatch it holds no risk numbers."""
     from crosssim.deployment import deployment_gap, gap_dict
 
-    ladders = ladders or sweep.LADDERS
+    from crosssim.families import ladders_for
+
+    ladders = ladders or ladders_for(card)
     task = task or task_of(card)
     metric = card.metric or task.primary_metric
     thresholds = {"pass_fraction": fraction, "high_below": HIGH_BELOW, "medium_below": MEDIUM_BELOW,
@@ -181,7 +183,7 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 50
     axes = gap.axes(period)
     gaps = {}
     for name, lad in ladders.items():
-        sev = max(lad.severity_of(a, axes[a]) for a, _ in lad.axes)
+        sev = max(lad.severity_of(a, axes.get(a)) for a, _ in lad.axes)
         gaps[name] = sev if sev > 0 else None
     point = {f: _family_numbers(curves, f, gaps[f], weights) for f in ladders}
     # Paired bootstrap over the sweep episodes: the same resampled episodes in every engine and rung.
@@ -263,16 +265,22 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common) -> Ri
 
 def settings_text(settings: dict[str, float]) -> str:
     """Swept axes' values in words with units, e.g. "motor_strength 0.82, motor_lag 14 ms"."""
-    from crosssim.sweep import UNITS
+    from pathlib import Path
+
+    from crosssim.sweep import unit
 
     parts = []
     for k, v in settings.items():
-        if UNITS[k] == "s":
+        if k == "actuator":
+            parts.append(f"actuator {Path(v).name}" if v else "ideal actuator")
+        elif unit(k) == "term units":
+            parts.append(f"{k.partition(':')[2]} noise {v:.2g}")
+        elif unit(k) == "s":
             parts.append(f"{k} {1000 * v:.0f} ms")
-        elif UNITS[k] == "x":
+        elif unit(k) == "x":
             parts.append(f"{k} x{v:.2f}")
         else:
-            parts.append(f"{k} {v:.2g} {UNITS[k]}")
+            parts.append(f"{k} {v:.2g} {unit(k)}")
     return ", ".join(parts)
 
 

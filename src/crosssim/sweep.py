@@ -48,17 +48,28 @@ class Ladder:
         return "nominal" if k == 0 else f"{self.family}@{k}"
 
     def settings_at(self, severity: float) -> dict[str, float]:
-        """Each axis's physical value at a severity (linear between rungs)."""
-        return {name: float(np.interp(severity, [0.0, *self.levels], [NOMINAL[name], *values]))
-                for name, values in self.axes}
+        """Each axis's physical value at a severity (linear between rungs; a free speed is linear
+        in its inverse; an actuator model file is there from its rung on)."""
+        out = {}
+        for name, values in self.axes:
+            if name == "actuator":
+                out[name] = values[0] if severity >= self.levels[0] - 1e-9 else None
+                continue
+            x = np.interp(severity, [0.0, *self.levels], [_lin(name, nominal(name)), *(_lin(name, v) for v in values)])
+            out[name] = _unlin(name, float(x))
+        return out
 
-    def severity_of(self, name: str, value: float) -> float:
+    def severity_of(self, name: str, value) -> float:
         """The severity at which axis ``name`` reaches ``value`` (beyond the top rung the last
         step is extended; the nominal value is 0)."""
+        if name == "actuator":  # a model named is the ladder's one rung
+            return float(self.levels[0]) if value else 0.0
+        if value is None:
+            return 0.0
         levels = np.array([0.0, *self.levels])
-        values = np.array([NOMINAL[name], *dict(self.axes)[name]], float)
+        values = np.array([_lin(name, nominal(name)), *(_lin(name, v) for v in dict(self.axes)[name])], float)
         sign = 1.0 if values[-1] > values[0] else -1.0
-        x, v = sign * float(value), sign * values
+        x, v = sign * _lin(name, float(value)), sign * values
         if x <= v[0]:
             return 0.0
         if x > v[-1]:
@@ -66,10 +77,39 @@ class Ladder:
         return float(np.interp(x, v, levels))
 
 
+INVERSE = {"motor_free_speed"}
+"""Axes whose severity is linear in the inverse of the value (a free speed halved is twice the gap;
+none, infinity, is nominal)."""
+
+
+def _lin(name: str, value: float) -> float:
+    if name in INVERSE:
+        return 0.0 if value is None or not np.isfinite(value) else 1.0 / float(value)
+    return float(value)
+
+
+def _unlin(name: str, x: float) -> float:
+    if name in INVERSE:
+        return float("inf") if x <= 0 else 1.0 / x
+    return x
+
+
+def nominal(name: str):
+    """An axis's value with no gap."""
+    return 0.0 if name.startswith(TERM_NOISE) else NOMINAL[name]
+
+
+def unit(name: str) -> str:
+    """An axis's unit (crosssim.risk.settings_text)."""
+    return "term units" if name.startswith(TERM_NOISE) else UNITS[name]
+
+
 def axis_fields(name: str, value) -> dict:
     """Perturbation fields of one axis value: a latency in control steps is split into whole steps
     (``action_latency``) and a fraction (``action_delay``, resolved to physics steps by the
     harness; crosssim.runner.stepper), so every engine sees the same sub-step latency."""
+    if name.startswith(TERM_NOISE):  # "term_noise:<term>": noise on that observation term only
+        return {"term_noise": ((name[len(TERM_NOISE):], float(value)),)}
     if name == "action_latency":
         whole = int(np.floor(value + 1e-9))
         frac = float(value) - whole
@@ -78,11 +118,15 @@ def axis_fields(name: str, value) -> dict:
 
 
 NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_noise": 0.0,
-           "friction_scale": 1.0, "mass_scale": 1.0}
+           "friction_scale": 1.0, "mass_scale": 1.0, "motor_free_speed": float("inf"), "push_impulse": 0.0,
+           "actuator": None}
 """Each swept axis's value with no gap (crosssim.perturb.Perturbation's defaults)."""
 
 UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "raw units",
-         "friction_scale": "x", "mass_scale": "x"}
+         "friction_scale": "x", "mass_scale": "x", "motor_free_speed": "rad/s", "push_impulse": "N s",
+         "actuator": "file"}
+TERM_NOISE = "term_noise:"
+"""Prefix of a per-term noise axis: ``term_noise:<observation term>``."""
 
 LADDERS: dict[str, Ladder] = {
     "actuation": Ladder("actuation", (0.5, 1, 2, 3, 4, 5),

@@ -82,6 +82,13 @@ class HarnessVariant:
     motor_free_speed: float | None = _axis(None, MIN)
     """DC-motor torque-speed envelope: joint speed [rad/s] at which the available torque falls to zero
     (linearly from each joint's maximum torque at rest); None: no envelope."""
+    push_impulse: float = _axis(0.0, ADD)
+    """Horizontal impulse [N s] on a free base at fixed times of every episode (crosssim.runner.stepper,
+    PUSH_TIMES): the whole robot's momentum changes by it (base velocity + impulse / total mass), in
+    a direction drawn per episode from its seed."""
+    term_noise: tuple[tuple[str, float], ...] = _axis((), ADD)
+    """Gaussian noise on named observation terms, (term, std in the term's own units, before its
+    scale and clip), from the observation-noise stream."""
 
 
 def _compose(rule: str, base, top):

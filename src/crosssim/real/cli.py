@@ -183,6 +183,14 @@ def cmd_calibrate(args) -> int:
         raise CrossSimError(f"cannot write the calibrated profile {path}: {exc.strerror or exc}; the fit is printed "
                             "above, run again with another --out-dir") from None
     print(f"profile: {path}  (use it with: crosssim crossval --engines {path.stem},...)")
+    from crosssim.real.deployment_file import write_deployment
+
+    gap = path.parent / "deployments" / path.name
+    try:
+        write_deployment(fit, harness.control_dt, gap)
+    except OSError as exc:
+        raise CrossSimError(f"cannot write the deployment file {gap}: {exc.strerror or exc}") from None
+    print(f"deployment gap: {gap}  (name it in a card: deployment: {{file: {gap}}})")
     return EXIT_OK
 
 
@@ -269,7 +277,8 @@ def add_commands(sub) -> None:
              "write logs of a policy in one engine profile (a stand-in robot)"),
             (sub, "calibrate", cmd_calibrate, CalibrateConfig,
              "fit an engine profile's physical settings to real logs; writes "
-             "simulators/<engine>-calibrated-<name>.yaml")):
+             "simulators/<engine>-calibrated-<name>.yaml and the measured gap as "
+             "simulators/deployments/<engine>-calibrated-<name>.yaml")):
         c = parent.add_parser(name, help=help, description=help)
         add_options(c, config)
         c.set_defaults(func=func)

@@ -165,7 +165,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     from crosssim.policies.load import prestart
     from crosssim.policies.sandbox import set_memory_limit
     from crosssim.profiles import load_profile
-    from crosssim.sweep import LADDERS
+    from crosssim.families import ladders_for
 
     requested_steps = config.max_steps
     config = quick_config(config)
@@ -202,7 +202,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
         raise CrossSimError(f"--pass-fraction must be between 0 and 1 (a share of nominal), got {config.pass_fraction}")
     episodes = tuple((i, config.seed + i) for i in range(config.episodes))
     sweeps = tuple((name, tuple((lad.condition(k), lad.fields(k)) for k in range(1, lad.rungs + 1)))
-                   for name, lad in LADDERS.items()) if config.risk else ()
+                   for name, lad in ladders_for(card, harness).items()) if config.risk else ()
     return CrossvalPlan(config=config, card=card, harness=harness, out=out, conditions=(("nominal", {}),),
                         episodes=episodes, cache=_cache(card, harness, config), sweeps=sweeps,
                         sweep_episodes=episodes[:config.sweep_episodes] if sweeps else (),

@@ -30,11 +30,22 @@ def frame_skip(control_dt: float, physics_dt: float, name: str) -> int:
     return int(round(skip))
 
 
-def _events_seed(noise_seed):
-    """The task-events stream's seed, beside the observation noise's ([seed, 1] in crossval)."""
+PUSH_FIRST, PUSH_EVERY = 1.0, 2.0
+"""A variant's pushes (``push_impulse``) come at these episode times [s]: the first after 1 s, then
+every 2 s (docs/risk.md, "Opt-in families"), whatever the engine, so every engine and rung sees the
+same pushes."""
+
+
+def _stream(noise_seed, k: int):
+    """The ``k``-th side stream beside the observation noise's (None: unseeded)."""
     if noise_seed is None:
         return None
-    return [*np.atleast_1d(np.asarray(noise_seed, dtype=np.int64)).tolist(), 2]
+    return [*np.atleast_1d(np.asarray(noise_seed, dtype=np.int64)).tolist(), k]
+
+
+def _events_seed(noise_seed):
+    """The task-events stream's seed, beside the observation noise's ([seed, 1] in crossval)."""
+    return _stream(noise_seed, 2)
 
 
 class ControlStepper:
@@ -77,9 +88,33 @@ class ControlStepper:
         """Added to every frame's time [s]: the episode clock at the engine's reset. A log replay
         starts at the first policy call, one control period after the robot's reset under the
         card's ``first_call: after_one_period`` (crosssim.real.compare)."""
+        self.push_dv = 0.0
+        """Base velocity change [m/s] of each of the variant's pushes (impulse / total mass)."""
+        if self.p.push_impulse > 0:
+            if not c.free_base or not self.engine.capabilities.push:
+                raise CrossSimError(f"{sim.name}: a push of {self.p.push_impulse:g} N s needs a free-joint base and an "
+                                    f"engine that can push it (mujoco, pybullet); {c.path.name} in {self.engine.name} "
+                                    "has not: drop the push family (deployment.push / margins) for this run")
+            self.push_dv = self.p.push_impulse / (c.total_mass * sim.variant.model.mass_scale)
+        self._term_noise = self._noise_terms()
         if getattr(harness.task, "pushes", None) is not None and not self.engine.capabilities.push:
             raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
                                 "run it in mujoco or pybullet, or remove the pushes")
+
+    def _noise_terms(self) -> dict[int, float]:
+        """The variant's per-term noise as {index of the term in the card's list: std}."""
+        if not self.p.term_noise:
+            return {}
+        builder = self.observer.builder
+        names = [t.name for t in builder.terms] if builder is not None else []
+        out = {}
+        for name, std in self.p.term_noise:
+            where = [k for k, n in enumerate(names) if n == name]
+            if not where:
+                raise CrossSimError(f"{self.name}: noise on observation term {name!r}, which the card's observation "
+                                    f"does not have ({', '.join(names) or 'no observation.terms'}); name one of its terms")
+            out.update({k: out.get(k, 0.0) + float(std) for k in where})
+        return out
 
     @property
     def in_flight(self) -> int:
@@ -117,6 +152,10 @@ class ControlStepper:
         self._chain = ActuatorChain(self.p, h.max_torque, self.physics_dt, h.canonical.joint_count)
         if self._actuator is not None:
             self._actuator.reset()
+        if self._term_noise:
+            self.observer.builder.term_noise = (self._term_noise, np.random.default_rng(_stream(noise_seed, 3)))
+        self._elapsed, self._next_push = 0.0, PUSH_FIRST
+        self._push_rng = np.random.default_rng(_stream(noise_seed, 4)) if self.push_dv else None
         self._pending = deque(np.zeros(h.action_size) for _ in range(self.delay_steps))
         self._held = np.zeros(h.action_size)
         frame = self.frame()
@@ -203,4 +242,9 @@ class ControlStepper:
         """The frame after ``physics``, checked finite."""
         after = self.frame()
         check_finite(after, self.name)
+        self._elapsed += self.control_dt
+        if self.push_dv and self._elapsed + 1e-9 >= self._next_push:  # the variant's push, after this period
+            self._next_push += PUSH_EVERY
+            angle = self._push_rng.uniform(-np.pi, np.pi)
+            after = self.push(self.push_dv * np.array([np.cos(angle), np.sin(angle), 0.0]))
         return after

@@ -137,10 +137,15 @@ def execute_job(job: EngineJob, emit) -> None:
         if not run_condition(condition, fields, [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
             return
     if job.sweeps:
+        from crosssim.engines.base import get_engine
         from crosssim.sweep import search_family
 
         metric = lambda payloads: harness.task.metric_values(payload_frame(payloads), job.metric)  # noqa: E731
+        can_push = get_engine(profile.engine).capabilities.push
         for family, rungs in job.sweeps:
+            if not can_push and any(f.get("push_impulse") for _, f in rungs):
+                continue  # an engine that cannot push shows no push margin ("—"), not an engine failure
+
             def rows_of(condition, fields):
                 todo = [(i, s) for i, s in job.sweep_episodes if (condition, i) not in seen]
                 if todo and not run_condition(condition, fields, todo):
