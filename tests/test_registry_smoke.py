@@ -40,11 +40,6 @@ EXPECTED_FAILURES = {
     ("Reacher", "newton-xpbd"): r"diverged \(NaN\) at t = ",
     ("Pusher", "newton-xpbd"): r"diverged \(NaN\) at t = ",
     ("Humanoid", "newton-xpbd"): "contact wrenches are not available",
-    # The physx adapter builds one articulation: Reacher's target and Pusher's object and goal are
-    # bodies of their own under the world; it refuses tendons, and Humanoid has two (inert) ones.
-    ("Reacher", "physx"): "2 bodies under the world; the physx engine builds one articulation",
-    ("Pusher", "physx"): "3 bodies under the world; the physx engine builds one articulation",
-    ("Humanoid", "physx"): r"humanoid.xml has 2 tendon\(s\); not supported by the physx engine",
 }
 # Swimmer swims in MuJoCo's fluid model (viscosity, density); only engines declaring it run it.
 EXPECTED_FAILURES.update({("Swimmer", e): f"{e}: swimmer.xml moves in a fluid .* has no fluid model; run it in mujoco"

@@ -1,4 +1,5 @@
-"""Building a PhysX world (SAPIEN scene with one articulation) from MuJoCo's compiled model.
+"""Building a PhysX world (SAPIEN scene with one articulation: several trees under the world hang
+from one fixed world link) from MuJoCo's compiled model.
 
 See crosssim.engines.physx for the mapping; this module only constructs, it never steps.
 """
@@ -61,12 +62,17 @@ def refuse_unsupported(m, scene: Path) -> None:
     """One clear line for what this adapter cannot build (the canonical model refuses ball joints)."""
     if m.neq:
         raise EngineFailure(f"physx: {scene.name} has {m.neq} equality constraint(s); not supported by the physx engine")
-    if m.ntendon:
-        raise EngineFailure(f"physx: {scene.name} has {m.ntendon} tendon(s); not supported by the physx engine")
+    active = [t for t in range(m.ntendon) if _tendon_acts(m, t)]
+    if active:  # a tendon without limit, spring, damping or friction exerts nothing (Humanoid's two)
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, active[0]) or str(active[0])
+        raise EngineFailure(f"physx: {scene.name} has tendon {name} with a limit, spring, damping or friction; not "
+                            "supported by the physx engine (SAPIEN's fixed tendons are not reconciled here)")
     roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
-    if len(roots) > 1:
-        raise EngineFailure(f"physx: {scene.name} has {len(roots)} bodies under the world; the physx engine "
-                            "builds one articulation (one tree)")
+    free = [b for b in roots if any(int(m.jnt_type[j]) == int(JNT.mjJNT_FREE)
+                                    for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))]
+    if len(roots) > 1 and free:
+        raise EngineFailure(f"physx: {scene.name} has {len(roots)} bodies under the world and a free joint; the physx "
+                            "engine hangs several trees from one fixed world link, so none may float")
     for j in range(m.njnt):
         if int(m.jnt_type[j]) == int(JNT.mjJNT_BALL):
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j)
@@ -115,6 +121,7 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
         link.mass, link.inertia = CARRIER_MASS, np.full(3, 1e-9, dtype=np.float32)
         link.cmass_local_pose = to_pose(np.zeros(3))
 
+    ignore = _parent_filter(m)
     root = None
     if not free:  # a fixed root at the world origin carries the first body's joints (or weld)
         root = new_link(None, "world")
@@ -164,6 +171,8 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
             mat = px.PhysxMaterial(body_mu[b - 1], body_mu[b - 1], 0.0)
             for g in geoms:
                 for shape in _shapes(m, g, mat, mesh_dir):
+                    if ignore[b]:  # shapes sharing an ignore bit (g2) and the id group (g3) never collide
+                        shape.set_collision_groups([*shape.get_collision_groups()[:2], int(ignore[b]), 1])
                     link.attach(shape)
         links_of_body[b] = link
 
@@ -201,6 +210,30 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
 
 def _collides(m, g: int) -> bool:
     return bool(m.geom_contype[g] or m.geom_conaffinity[g])
+
+
+def _parent_filter(m) -> np.ndarray:
+    """Per body, PhysX ignore-group bits (collision group 2) that keep it from colliding with its
+    parent body, as MuJoCo's filterparent does. PhysX filters adjacent links only, and a body with
+    several joints hangs from its parent through carrier links (Humanoid's thighs, three hinges
+    each, overlap the pelvis): one bit per such parent-child pair, shared by both bodies."""
+    ignore = np.zeros(m.nbody, dtype=np.int64)
+    if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT):
+        return ignore
+    pairs = [b for b in range(1, m.nbody) if m.body_parentid[b] != 0 and m.body_jntnum[b] > 1]
+    if len(pairs) > 31:
+        raise EngineFailure(f"physx: {len(pairs)} bodies hang from their parent on several joints; the physx engine "
+                            "keeps at most 31 such parent-child pairs from colliding")
+    for k, b in enumerate(pairs):
+        ignore[b] |= 1 << k
+        ignore[m.body_parentid[b]] |= 1 << k
+    return ignore
+
+
+def _tendon_acts(m, t: int) -> bool:
+    """A tendon acts on the joints only through a limit, a spring, damping or dry friction."""
+    return bool(m.tendon_limited[t] or m.tendon_stiffness[t] or m.tendon_damping[t] or m.tendon_frictionloss[t]
+                or getattr(m, "tendon_armature", np.zeros(m.ntendon))[t])
 
 
 def _shapes(m, g: int, material, mesh_dir: Path) -> list:
