@@ -148,7 +148,7 @@ class RungPoint:
     """Rung index on the family's ladder (crosssim.sweep.LADDERS; 0 is nominal)."""
     severity: float
     """The rung's severity: 1 is a typical gap on every axis of the family."""
-    settings: dict[str, float]
+    settings: dict[str, typing.Any]
     """The rung's physical values per swept axis (units: crosssim.sweep.UNITS)."""
     episodes: int
     retained: float
@@ -171,11 +171,11 @@ class RiskComponent:
     """Paired bootstrap over the sweep episodes."""
     censored: bool
     """No visited rung failed: the margin is a lower bound (the top rung reached: the whole ladder)."""
-    margin_settings: dict[str, float]
+    margin_settings: dict[str, typing.Any]
     """The physical values at the margin."""
     gap: float | None
     """The expected deployment gap on this ladder [severity]; None: no gap expected here."""
-    gap_settings: dict[str, float]
+    gap_settings: dict[str, typing.Any]
     headroom: float | None
     """margin / gap: 1 = the policy just keeps the pass fraction at the expected gap."""
     headroom_ci95: tuple[float, float] | None
@@ -227,7 +227,7 @@ class RiskProfile:
     thresholds: dict[str, float]
     metric: str = "return"
     """The task metric the margins are about (the card's ``metric``, else the task's primary)."""
-    deployment: dict[str, float] = field(default_factory=dict)
+    deployment: dict[str, typing.Any] = field(default_factory=dict)
     """The expected deployment gap used (crosssim.deployment.DeploymentGap fields)."""
     deployment_source: str = ""
     """Where the gap came from: the card, or the robot class's default."""

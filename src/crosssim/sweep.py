@@ -48,15 +48,19 @@ class Ladder:
         return "nominal" if k == 0 else f"{self.family}@{k}"
 
     def settings_at(self, severity: float) -> dict[str, float]:
-        """Each axis's physical value at a severity (linear between rungs; a free speed is linear
-        in its inverse; an actuator model file is there from its rung on)."""
+        """Each axis's physical value at a severity (linear between rungs, the last step extended
+        beyond the top one, never below 0; a free speed is linear in its inverse; an actuator model
+        file is there from its rung on)."""
         out = {}
         for name, values in self.axes:
             if name == "actuator":
                 out[name] = values[0] if severity >= self.levels[0] - 1e-9 else None
                 continue
-            x = np.interp(severity, [0.0, *self.levels], [_lin(name, nominal(name)), *(_lin(name, v) for v in values)])
-            out[name] = _unlin(name, float(x))
+            xs, ys = [0.0, *self.levels], [_lin(name, nominal(name)), *(_lin(name, v) for v in values)]
+            x = float(np.interp(severity, xs, ys))
+            if severity > xs[-1]:  # beyond the top rung the last step is extended (as severity_of reads it)
+                x = max(ys[-1] + (severity - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
+            out[name] = _unlin(name, x)
         return out
 
     def severity_of(self, name: str, value) -> float:
