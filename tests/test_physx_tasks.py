@@ -76,8 +76,8 @@ def test_physx_matches_mujoco_open_loop(task):
     assert not report.ok
 
 
-def _load(tmp_path, xml: str):
-    path = tmp_path / "scene.xml"
+def _load(tmp_path, xml: str, name: str = "scene"):
+    path = tmp_path / f"{name}.xml"  # one file per scene: canonical models are cached by path
     path.write_text(xml)
     engine = get_engine("physx")
     return engine.load(compile_model(path), EngineProfile("physx", "physx"))
@@ -93,10 +93,16 @@ def test_an_acting_tendon_and_a_floating_tree_beside_another_are_one_line(tmp_pa
     assert str(err.value) == ("physx: scene.xml has tendon t with a limit, spring, damping or friction; not supported by "
                               "the physx engine (SAPIEN's fixed tendons are not reconciled here)")
     inert = tendon.replace(' limited="true" range="-0.1 0.1"', "")
-    assert _load(tmp_path, inert) is not None  # Humanoid's kind: exerts nothing, built
+    assert _load(tmp_path, inert, "inert") is not None  # Humanoid's kind: exerts nothing, built
     floating = """<mujoco><worldbody><body name="a"><freejoint/><geom size="0.1"/></body>
       <body name="b" pos="1 0 0"><joint name="s" type="slide"/><geom size="0.1"/></body></worldbody></mujoco>"""
-    with pytest.raises(EngineFailure, match=r"^physx: scene.xml has 2 bodies under the world and a free joint; the "
+    with pytest.raises(EngineFailure, match=r"^physx: floating.xml has 2 bodies under the world and a free joint; the "
                                             r"physx engine hangs several trees from one fixed world link, so none may "
                                             r"float$"):
-        _load(tmp_path, floating)
+        _load(tmp_path, floating, "floating")
+    pytest.importorskip("pybullet")
+    path = tmp_path / "floating.xml"
+    with pytest.raises(EngineFailure, match=r"^pybullet: floating.xml has 2 bodies under the world and a free joint; "
+                                            r"the pybullet engine builds one multibody, so none may float beside "
+                                            r"another$"):
+        get_engine("pybullet").load(compile_model(path), EngineProfile("pybullet", "pybullet"))

@@ -173,6 +173,10 @@ class EnginePyBullet(EngineBase):
         body_anchor = {0: (-1, np.zeros(3))}
         joint_link = {}
         free_root = c.free_base
+        roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
+        if free_root and len(roots) > 1:  # they would hang from the floating base, the one multibody here
+            raise EngineFailure(f"pybullet: {c.path.name} has {len(roots)} bodies under the world and a free joint; "
+                                "the pybullet engine builds one multibody, so none may float beside another")
         if free_root:
             root = 1
             shape = _shape_array(m, _body_geoms(m, root), mesh_dir, client)
