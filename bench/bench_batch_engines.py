@@ -8,6 +8,10 @@ Every engine is timed through ``run_episodes_lockstep`` whether or not it declar
 ``concurrent_states`` (PyBullet and Newton keep interleaved states apart by swapping a snapshot or
 the solver's warm start per switch): what batching would gain or cost there, measured, and whether
 its rows equal the one-at-a-time ones.
+
+``--bullet-world N`` measures what several robots in one PyBullet world could give at most: Bullet's
+own step (``stepSimulation``, no crosssim Python) for N Hoppers in one world, robot-robot contacts
+filtered out, against N one-robot worlds stepped in turn.
 """
 
 from __future__ import annotations
@@ -21,6 +25,53 @@ ROOT = Path(__file__).resolve().parents[1]
 CARD = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
 
 
+def bullet_world(n: int, steps: int = 2000) -> None:
+    import shutil
+    import tempfile
+
+    import pybullet
+
+    from crosssim.engines.base import EngineProfile
+    from crosssim.engines.pybullet import EnginePyBullet
+    from crosssim.engines.base import compiled_canonical
+    from crosssim.scene import resolve_scene
+    from crosssim.tasks import make_task
+    from crosssim.variant import compile_model
+
+    compiled = compile_model(resolve_scene(make_task("Hopper").scene))
+    c, engine, profile = compiled_canonical(compiled), EnginePyBullet(), EngineProfile("pybullet", "pybullet", {})
+    separate = [engine.load(compile_model(compiled.scene), profile) for _ in range(n)]
+    client, mesh = pybullet.connect(pybullet.DIRECT), Path(tempfile.mkdtemp())
+    shared = [engine._build(c, compile_model(compiled.scene).mj, client, profile, mesh) for _ in range(n)]
+    shutil.rmtree(mesh, ignore_errors=True)
+    for model in shared[1:]:  # one floor for all; no robot touches another
+        pybullet.removeBody(model.floor, physicsClientId=client)
+    links = [range(-1, pybullet.getNumJoints(m.robot, physicsClientId=client)) for m in shared]
+    for a in range(n):
+        for b in range(a + 1, n):
+            for la in links[a]:
+                for lb in links[b]:
+                    pybullet.setCollisionFilterPair(shared[a].robot, shared[b].robot, la, lb, 0, physicsClientId=client)
+    for k, model in enumerate(shared):  # side by side, 3 m apart: no overlapping bounding boxes
+        pos, orn = pybullet.getBasePositionAndOrientation(model.robot, physicsClientId=client)
+        pybullet.resetBasePositionAndOrientation(model.robot, [pos[0], pos[1] + 3.0 * k, pos[2]], orn,
+                                                 physicsClientId=client)
+    best = {}
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(steps):
+            pybullet.stepSimulation(physicsClientId=client)
+        best["one world"] = min(best.get("one world", 1e9), time.perf_counter() - t)
+        t = time.perf_counter()
+        for _ in range(steps):
+            for model in separate:
+                pybullet.stepSimulation(physicsClientId=model.client)
+        best["worlds in turn"] = min(best.get("worlds in turn", 1e9), time.perf_counter() - t)
+    print(f"pybullet bare stepSimulation, {n} Hoppers x {steps} steps: one world {best['one world']:.2f} s, "
+          f"{n} worlds in turn {best['worlds in turn']:.2f} s: {best['worlds in turn'] / best['one world']:.2f}x "
+          f"(load average {os.getloadavg()[0]:.1f})")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--engines", default="mujoco,physx,pybullet")
@@ -28,7 +79,11 @@ def main(argv=None) -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--bullet-world", type=int, default=0, metavar="N",
+                        help="only time N Hoppers in one PyBullet world against N worlds (bare Bullet steps)")
     args = parser.parse_args(argv)
+    if args.bullet_world:
+        return bullet_world(args.bullet_world)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
