@@ -23,17 +23,20 @@ ROOT = Path(__file__).resolve().parents[1]
 G1 = ROOT / "tests" / "cards" / "robots" / "unitree-g1.yaml"
 
 
-def crossval_seconds(episodes: int, *, batch: bool, max_steps: int | None = None) -> float:
+def crossval_seconds(episodes: int, *, batch: bool, max_steps: int | None = None, threads: int | None = None) -> float:
     import pandas as pd
 
     from crosssim.runner.crossval import CrossvalConfig, run_crossval
 
+    if threads is not None:  # the engine worker inherits it (crosssim.runner.batched.physics_threads)
+        os.environ["CROSSSIM_PHYSICS_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out:
         t = time.perf_counter()
         run_crossval(CrossvalConfig(policy=str(G1), engines=("mujoco",), episodes=episodes, out=out, risk=False,
                                     report=False, cache=False, batch=batch, max_steps=max_steps, record=False))
         seconds = time.perf_counter() - t
         rows = pd.read_parquet(Path(out) / "results.parquet")
+    os.environ.pop("CROSSSIM_PHYSICS_THREADS", None)
     failed = rows[rows.failure.notna()]
     if len(failed) or len(rows) != episodes:
         sys.exit(f"bench_g1: {len(failed)} of {len(rows)} episodes failed: {failed.failure.iloc[0] if len(failed) else ''}")
@@ -62,19 +65,27 @@ def main(argv=None) -> None:
     parser.add_argument("--episodes", type=int, default=30)
     parser.add_argument("--reverse", action="store_true",
                         help="time the batched run first and the peer last (load drifts during a run)")
+    parser.add_argument("--one-thread", action="store_true",
+                        help="also time the batched run with its physics in one thread (CROSSSIM_PHYSICS_THREADS=1)")
     args = parser.parse_args(argv)
     n = args.episodes
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    os.environ.pop("CROSSSIM_PHYSICS_THREADS", None)  # the default: one physics thread per core
     startup_import = import_seconds()
     startup_run = crossval_seconds(1, batch=False, max_steps=1)
     runs = {"peer": lambda: peer_seconds(n), "single": lambda: crossval_seconds(n, batch=False),
             "batched": lambda: crossval_seconds(n, batch=True)}
+    if args.one_thread:
+        runs["batched, 1 thread"] = lambda: crossval_seconds(n, batch=True, threads=1)
     took = {name: runs[name]() for name in (reversed(runs) if args.reverse else runs)}
     peer, single, batched = took["peer"], took["single"], took["batched"]
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print(f"start-up: python -c 'import crosssim.cli' {startup_import:.2f} s; crossval of 1 episode x 1 step "
           f"(worker spawn, sandbox, model load) {startup_run:.2f} s")
-    for name, s in (("peer de-paced loop", peer), ("crosssim one at a time", single), ("crosssim --batch-episodes", batched)):
+    rows = [("peer de-paced loop", peer), ("crosssim one at a time", single), ("crosssim --batch-episodes", batched)]
+    if "batched, 1 thread" in took:
+        rows.append(("  same, physics in 1 thread", took["batched, 1 thread"]))
+    for name, s in rows:
         # crosssim's runs include a start-up the peer's loop (loaded once, timed with it) mostly lacks
         per = s / n if name.startswith("peer") else max(s - startup_run, 1e-9) / n
         print(f"{name:28s} {n} episodes in {s:6.1f} s = {n / s:5.2f} episodes/s   ratio to peer {peer / s:4.2f}x   "
