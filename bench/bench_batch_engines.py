@@ -2,7 +2,7 @@
 in one process, the two paths interleaved (the host is shared: compare the ratio of one run).
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_batch_engines.py [--engines mujoco,physx,pybullet]
-        [--episodes 8] [--steps 200] [--repeat 2]
+        [--episodes 8] [--steps 200] [--repeat 2] [--fresh]
 
 Every engine is timed through ``run_episodes_lockstep`` whether or not it declares
 ``concurrent_states`` (PyBullet and Newton keep interleaved states apart by swapping a snapshot or
@@ -79,6 +79,7 @@ def main(argv=None) -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--fresh", action="store_true", help="open the engine's model anew for every timed run")
     parser.add_argument("--bullet-world", type=int, default=0, metavar="N",
                         help="only time N Hoppers in one PyBullet world against N worlds (bare Bullet steps)")
     args = parser.parse_args(argv)
@@ -103,14 +104,18 @@ def main(argv=None) -> None:
     print(f"{card.name}: {n} episodes x {steps} control steps; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores")
     for engine in args.engines.split(","):
-        sim = open_engine(load_profile(engine), harness.scene)
+        opened = open_engine(load_profile(engine), harness.scene)
+
+        def sim():  # --fresh: a new model per timed run (Newton then captures a graph per state again)
+            return open_engine(load_profile(engine), harness.scene) if args.fresh else opened
 
         def single():
-            return [run_episode(sim, harness, policy, episode=k, seed=k, max_steps=steps) for k in range(n)]
+            s = sim()
+            return [run_episode(s, harness, policy, episode=k, seed=k, max_steps=steps) for k in range(n)]
 
         def lockstep():
             out = []
-            run_episodes_lockstep(sim, harness, policy, [(k, k, k) for k in range(n)], batch_size=n,
+            run_episodes_lockstep(sim(), harness, policy, [(k, k, k) for k in range(n)], batch_size=n,
                                   max_steps=steps, on_result=out.append)
             return sorted(out, key=lambda r: r.episode)
 
@@ -127,7 +132,7 @@ def main(argv=None) -> None:
         print(f"{engine:10s} one at a time {best['single']:6.2f} s  lockstep {best['lockstep']:6.2f} s  "
               f"speedup {best['single'] / best['lockstep']:4.2f}x  ({control_steps} control steps; returns within rel "
               f"{worst:.1e}, same lengths and failures: {lengths})")
-        sim.close()
+        opened.close()
     print(f"load average at end {os.getloadavg()[0]:.1f}")
 
 
