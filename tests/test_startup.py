@@ -107,9 +107,40 @@ def _rows(tmp_path, name, card, **kw):
 
 @needs_g1
 @needs_sandbox
-def test_g1_rows_are_the_same_with_and_without_prestart(tmp_path, monkeypatch):
+def test_g1_rows_are_the_same_with_and_without_prestart_and_handoff(tmp_path, monkeypatch):
     fast = _rows(tmp_path, "fast", G1)
     monkeypatch.setattr(sandbox, "prestart", lambda fmt: None)
     slow = _rows(tmp_path, "slow", G1, inline=True)  # no prestart anywhere, no worker process
     timing = [c for c in fast.columns if "time" in c or "rss" in c]
     assert fast.drop(columns=timing).equals(slow.drop(columns=timing)), (fast, slow)
+
+
+def _act_in_worker(handoff, obs, q):
+    """A spawned worker's side: the next SandboxedPolicy with the same request is the handed one."""
+    p = sandbox.SandboxedPolicy("torchscript", MOTION, obs_size=47, check=True)
+    p.reset()
+    q.put((p.proc.pid, [p.act(x) for x in obs]))
+    p.close()
+
+
+@needs_g1
+@needs_sandbox
+def test_a_loaded_policy_process_handed_to_a_spawned_worker_acts_there_as_a_fresh_one():
+    import multiprocessing as mp
+
+    given = sandbox.SandboxedPolicy("torchscript", MOTION, obs_size=47, check=True)
+    fresh = sandbox.SandboxedPolicy("torchscript", MOTION, obs_size=47, check=True)
+    obs = np.random.default_rng(2).normal(size=(15, 47))
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    worker = ctx.Process(target=_act_in_worker, args=(sandbox.handoff(given), obs, q))
+    worker.start()
+    pid, actions = q.get(timeout=120)
+    worker.join(timeout=30)
+    assert pid == given.proc.pid  # no second process: the worker used the handed one
+    fresh.reset()
+    for x, a in zip(obs, actions):
+        assert np.array_equal(fresh.act(x), a)
+    given.close()
+    fresh.close()
+    assert given.proc.poll() is not None

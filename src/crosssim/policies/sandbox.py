@@ -239,7 +239,7 @@ def prestart(fmt: str) -> None:
     """Start a policy process for ``fmt`` now, so its torch / onnxruntime import runs while the
     caller does other work; the next SandboxedPolicy of that format uses it. It has read no
     request and no file yet: it holds nothing of any policy. Stopped at exit if never used."""
-    if fmt not in ("torchscript", "onnx") or unavailable() is not None:
+    if fmt not in ("torchscript", "onnx") or unavailable() is not None or any(k[0] == fmt for k in _adopted):
         return
     old = _spare.get(fmt)
     if old is not None and old.poll() is None:
@@ -253,6 +253,69 @@ def _take(fmt: str) -> subprocess.Popen:
     return proc if proc is not None and proc.poll() is None else _start(fmt)
 
 
+# -- hand-off: a loaded policy process passed on to one spawned worker ---------------------------------
+
+class _Adopted:
+    """The Popen face of a policy process another process started (and will reap): its pipes were
+    duplicated into this one. Exit statuses are unknown here; kill is by pid, which cannot be
+    reused before the starting process reaps it."""
+
+    returncode = None
+
+    def __init__(self, pid: int, rfd: int, wfd: int):
+        self.pid, self.stdout, self.stdin = pid, os.fdopen(rfd, "rb", buffering=0), os.fdopen(wfd, "wb", buffering=0)
+
+    def poll(self):
+        return None if not self.stdout.closed else -signal.SIGKILL
+
+    def wait(self, timeout=None):
+        return self.poll()
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+_adopted: dict[tuple, tuple] = {}
+"""Handed-over loaded policy processes by request key: (pid, read fd, write fd, load reply)."""
+
+
+def _key(fmt, path, obs_size, output, check) -> tuple:
+    return fmt, str(Path(path).resolve()), obs_size, output, bool(check)
+
+
+class Handoff:
+    """A loaded SandboxedPolicy's process, to be used by one ``spawn`` worker instead of a second
+    one (torch's import again, the check, the load): put it in the worker Process's arguments;
+    unpickling it there registers it for the next SandboxedPolicy with the same request. The
+    giver must not use the policy afterwards, and closes it (stopping the process) at the end."""
+
+    def __init__(self, policy: "SandboxedPolicy"):
+        self.key, self.pid = policy.key, policy.proc.pid
+        self.fds = (policy.proc.stdout.fileno(), policy.proc.stdin.fileno())
+        self.info = {"obs_size": policy.obs_size, "action_size": policy.action_size, "batchable": policy.batchable}
+
+    def __reduce__(self):
+        from multiprocessing import reduction  # DupFd: only while a spawn Process is being started
+
+        return _adopt, (self.key, self.pid, *(reduction.DupFd(fd) for fd in self.fds), self.info)
+
+
+def _adopt(key, pid, rfd, wfd, info) -> None:
+    _adopted[key] = (pid, rfd.detach(), wfd.detach(), info)
+    return None
+
+
+def handoff(policy) -> Handoff | None:
+    """A Handoff of ``policy`` (through a NormalizedPolicy) when it runs in a sandboxed process."""
+    inner = getattr(policy, "inner", policy)
+    if isinstance(inner, SandboxedPolicy) and inner._finalizer.alive:
+        return Handoff(inner)
+    return None
+
+
 class SandboxedPolicy(Policy):
     """A Policy whose forward runs in a sandboxed child process (see the module docstring).
     ``check``: the child runs the TorchScript allow-list check on the file's bytes before it locks
@@ -261,13 +324,20 @@ class SandboxedPolicy(Policy):
     def __init__(self, fmt: str, path: Path, *, obs_size: int, output: str | None = None, check: bool = False):
         self.path, self.limits = Path(path), _limits()
         self.action_size = 0
-        self.proc = _take(fmt)
-        self._finalizer = weakref.finalize(self, _stop, self.proc)
-        request = {"fmt": fmt, "path": str(self.path), "obs_size": obs_size, "output": output, "check": check,
-                   **self.limits}
-        _write_all(self.proc.stdin.fileno(), _frame(b"J", json.dumps(request).encode()))
-        self._call(None, timeout=STARTUP_TIMEOUT)  # imported and locked down
-        info = self._call(None)  # loaded, zero-input forward done: this one is timed like a forward
+        self.key = _key(fmt, path, obs_size, output, check)
+        adopted = _adopted.pop(self.key, None)
+        if adopted is not None:  # handed over loaded (Handoff): same request, same load
+            pid, rfd, wfd, info = adopted
+            self.proc = _Adopted(pid, rfd, wfd)
+            self._finalizer = weakref.finalize(self, _stop, self.proc)
+        else:
+            self.proc = _take(fmt)
+            self._finalizer = weakref.finalize(self, _stop, self.proc)
+            request = {"fmt": fmt, "path": str(self.path), "obs_size": obs_size, "output": output, "check": check,
+                       **self.limits}
+            _write_all(self.proc.stdin.fileno(), _frame(b"J", json.dumps(request).encode()))
+            self._call(None, timeout=STARTUP_TIMEOUT)  # imported and locked down
+            info = self._call(None)  # loaded, zero-input forward done: this one is timed like a forward
         sizes = (info.get("obs_size"), info.get("action_size"))
         if not all(type(n) is int and 0 < n <= 1 << 16 for n in sizes):
             self.close()
@@ -316,6 +386,8 @@ class SandboxedPolicy(Policy):
         return message
 
     def _death(self) -> str:
+        if isinstance(self.proc, _Adopted):
+            return "stopped"
         code = self.proc.returncode
         if code is not None and code < 0:
             try:

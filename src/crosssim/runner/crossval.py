@@ -128,6 +128,9 @@ class CrossvalPlan:
     """(episode index, seed) pairs each visited rung runs: the first of ``episodes``."""
     metric: str = "return"
     """The task metric the sweeps and the verdict use (the card's, else the task's primary)."""
+    policy: object = field(default=None, compare=False, repr=False)
+    """The policy the plan loaded to check it; a sandboxed one is handed to the first engine
+    worker (crosssim.policies.sandbox.Handoff) instead of starting a second process; closed by ``execute``."""
 
     @property
     def all_conditions(self) -> tuple[tuple[str, dict], ...]:
@@ -188,8 +191,8 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
         import dataclasses
 
         config = dataclasses.replace(config, max_steps=min(config.max_steps, harness.task.max_steps))
-    # Loaded exactly as the workers will load it (same trust), then dropped.
-    load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=config.trust_policy_code)
+    # Loaded exactly as the workers will load it (same trust); kept for the first worker.
+    policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=config.trust_policy_code)
     out = Path(config.out) if config.out else default_out(card)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -206,7 +209,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     return CrossvalPlan(config=config, card=card, harness=harness, out=out, conditions=(("nominal", {}),),
                         episodes=episodes, cache=_cache(card, harness, config), sweeps=sweeps,
                         sweep_episodes=episodes[:config.sweep_episodes] if sweeps else (),
-                        metric=card.metric or harness.task.primary_metric)
+                        metric=card.metric or harness.task.primary_metric, policy=policy)
 
 
 def _cache(card: Card, harness: Harness, config: CrossvalConfig):
@@ -389,17 +392,23 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
         from crosssim.prefetch import prefetch
 
         prefetch()
-    if config.executor == "ray":
-        from crosssim.runner.ray_executor import run_jobs_ray
+    try:
+        if config.executor == "ray":
+            from crosssim.runner.ray_executor import run_jobs_ray
 
-        run_jobs_ray(jobs, on_message=on_message, address=config.ray_address)
-    elif config.executor == "local":
-        from crosssim.runner.workers import run_jobs
+            run_jobs_ray(jobs, on_message=on_message, address=config.ray_address)
+        elif config.executor == "local":
+            from crosssim.policies.sandbox import handoff
+            from crosssim.runner.workers import run_jobs
 
-        run_jobs(jobs, workers=config.workers, episode_timeout=config.episode_timeout, on_message=on_message,
-                 inline=config.inline)
-    else:
-        raise CrossSimError(f"unknown executor {config.executor!r}: use local or ray")
+            run_jobs(jobs, workers=config.workers, episode_timeout=config.episode_timeout, on_message=on_message,
+                     inline=config.inline, handoff=None if config.inline else handoff(plan.policy))
+        else:
+            raise CrossSimError(f"unknown executor {config.executor!r}: use local or ray")
+    finally:
+        close = getattr(plan.policy, "close", None) or getattr(getattr(plan.policy, "inner", None), "close", None)
+        if close:
+            close()
     if plan.sweeps:
         _keep_visited(plan, got, cached_rungs)
     return got

@@ -180,7 +180,9 @@ def payload_frame(payloads):
     return rows_frame([EpisodeRow.from_worker("", p.get("engine", ""), p) for p in payloads])
 
 
-def _worker_main(job: EngineJob, q) -> None:
+def _worker_main(job: EngineJob, q, handoff=None) -> None:
+    # ``handoff`` (crosssim.policies.sandbox.Handoff) registered the parent's loaded policy
+    # process while it was unpickled; load_policy below picks it up.
     if job.log:
         _to_log(job.log)
     # One intra-op thread for a policy run in this process: torch reads it when first imported, so
@@ -306,11 +308,15 @@ def safe_path_children():
             os.environ["PYTHONSAFEPATH"] = saved
 
 
-def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool = False) -> None:
+def run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool = False,
+             handoff=None) -> None:
     """Run jobs in worker processes (at most ``workers`` at once), forwarding each message as
-    ``on_message(job, kind, payload)``. Dead or silent workers produce ``("lost", reason)``."""
+    ``on_message(job, kind, payload)``. Dead or silent workers produce ``("lost", reason)``.
+    ``handoff``: a loaded policy process (crosssim.policies.sandbox.Handoff) for the first
+    ``spawn`` worker that has episodes to run."""
     with safe_path_children():
-        _run_jobs(jobs, workers=workers, episode_timeout=episode_timeout, on_message=on_message, inline=inline)
+        _run_jobs(jobs, workers=workers, episode_timeout=episode_timeout, on_message=on_message, inline=inline,
+                  handoff=handoff)
 
 
 def _temp_log(job: EngineJob) -> tuple[EngineJob, str | None]:
@@ -343,7 +349,8 @@ def _keep_log(temp: str | None, final: str | None) -> str | None:
         return temp if os.path.exists(temp) else None
 
 
-def _run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool) -> None:
+def _run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on_message, inline: bool,
+              handoff=None) -> None:
     if inline:
         for job in jobs:
             execute_job(job, lambda kind, payload, job=job: on_message(job, kind, payload))
@@ -361,7 +368,9 @@ def _run_jobs(jobs: list[EngineJob], *, workers: int, episode_timeout: float, on
                     proc = q = StdioWorker(python, job)
                 else:
                     q = ctx.Queue()
-                    proc = ctx.Process(target=_worker_main, args=(job, q), daemon=True, name=f"crosssim-{job.profile}")
+                    given, handoff = (handoff, None) if job.units() or job.sweeps else (None, handoff)
+                    proc = ctx.Process(target=_worker_main, args=(job, q, given), daemon=True,
+                                       name=f"crosssim-{job.profile}")
                     proc.start()
                 running.append((job, proc, q, time.monotonic(), final))
             still = []
