@@ -26,15 +26,17 @@ STEPS, TOUCHDOWN = 200, 50
 # Worst gap free vs slides + ball over the run / over the free flight, measured (2026-12-01):
 # mujoco 5e-15 m / 1e-14; pybullet 8.3e-3 m, 2.2e-2 (contacts) and 4.9e-4 m, 2.7e-8 in flight
 # (Bullet integrates its floating base and its slide joints differently); newton-mujoco-warp
-# 4.2e-6 m / 5.1e-6 (float32). A swapped quaternion gives 0.89 m / 1.27 in every engine.
+# 4.2e-6 m / 5.1e-6 (float32); physx 0 (its floating root, the free joint's own, stands for the
+# slides and the ball). A swapped quaternion gives 0.47-0.93 m / 1.27-1.68 in every engine.
 TOLERANCES = {  # engine: (position [m], quaternion component, the same in free flight)
     "mujoco": (1e-9, 1e-9, 1e-9, 1e-9),
+    "physx": (1e-6, 1e-6, 1e-6, 1e-6),
     "pybullet": (0.015, 0.04, 1e-3, 1e-6),
     "newton-mujoco-warp": (2e-5, 2e-5, 2e-6, 2e-6),
 }
 
 
-def stilt(tmp_path: Path, base: str) -> Path:
+def stilt(tmp_path: Path, base: str, ball: str = "") -> Path:
     """A 5 kg torso on a sprung hip, a leg and a foot; the base frame at the soles."""
     xml = f"""<mujoco model="stilt">
   <option timestep="0.005"/>
@@ -52,8 +54,8 @@ def stilt(tmp_path: Path, base: str) -> Path:
   </worldbody>
   <actuator><motor name="hip" joint="hip" gear="10"/></actuator>
 </mujoco>"""
-    path = tmp_path / f"stilt-{base}.xml"
-    path.write_text(xml)
+    path = tmp_path / f"stilt-{base}{'-' + str(abs(hash(ball))) if ball else ''}.xml"
+    path.write_text(xml.replace('type="ball"', f'type="ball" {ball}'))
     return path
 
 
@@ -84,6 +86,8 @@ def test_slides_and_ball_move_as_a_free_joint(tmp_path, engine):
         pytest.importorskip("pybullet")
     if engine.startswith("newton"):
         pytest.importorskip("newton")
+    if engine == "physx":
+        pytest.importorskip("sapien")
     free = trajectory(engine, stilt(tmp_path, "free"))
     ball_path = stilt(tmp_path, "slide_ball")
     ball = trajectory(engine, ball_path)
@@ -99,10 +103,47 @@ def test_slides_and_ball_move_as_a_free_joint(tmp_path, engine):
     assert swapped[:, :3].max() > 10 * pos_tol and swapped[:, 3:].max() > 10 * quat_tol
 
 
-def test_physx_refuses_a_ball_jointed_base_in_one_line(tmp_path):
+@pytest.mark.parametrize("engine", list(TOLERANCES))
+def test_ball_state_round_trip_and_pose_with_an_offset_anchor(tmp_path, engine):
+    """A ball anchored off the body origin: a state written and read back is the same, and the base
+    pose is MuJoCo's forward kinematics of it."""
+    import mujoco
+
+    pytest.importorskip({"pybullet": "pybullet", "physx": "sapien"}.get(engine, "mujoco"))
+    if engine.startswith("newton"):
+        pytest.importorskip("newton")
+    path = stilt(tmp_path, "slide_ball", 'pos="0.05 -0.02 0.3"')
+    c = canonical_model(path)
+    rng = np.random.default_rng(1)
+    qpos, qvel = c.qpos0.copy(), rng.normal(size=c.nv)
+    qpos[:3] = rng.normal(size=3) * 0.3
+    qpos[3:7] = rng.normal(size=4)
+    qpos[3:7] /= np.linalg.norm(qpos[3:7]) * np.sign(qpos[3])
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_forward(m, d)
+    sim = open_engine(load_profile(engine), path)
+    try:
+        state = sim.engine.reset(sim.model, InitialState(qpos, qvel))
+        frame = sim.engine.frame(sim.model, state)
+        q, v = sim.engine.joint_state(sim.model, state)
+    finally:
+        sim.close()
+    tol = {"mujoco": 1e-9, "pybullet": 1e-6}.get(engine, 1e-5)  # PhysX and Newton hold float32
+    q = np.array(q)
+    q[3:7] *= np.sign(q[3])
+    np.testing.assert_allclose(q, qpos, atol=tol)
+    np.testing.assert_allclose(v, qvel, atol=10 * tol)
+    np.testing.assert_allclose(frame.base_pos, d.xpos[1], atol=tol)
+    np.testing.assert_allclose(frame.base_quat * np.sign(frame.base_quat[0]), d.xquat[1], atol=tol)
+
+
+def test_physx_refuses_a_ball_it_cannot_stand_a_free_root_for(tmp_path):
     pytest.importorskip("sapien")
     with pytest.raises(Exception) as err:
-        open_engine(load_profile("physx"), stilt(tmp_path, "slide_ball"))
+        open_engine(load_profile("physx"), stilt(tmp_path, "slide_ball", 'damping="0.1"'))
     text = str(err.value)
-    assert "\n" not in text and text.startswith("physx: engine physx cannot build ball joints (base joint 'root_ball'")
-    assert "SAPIEN 3 exposes no spherical articulation joint" in text
+    assert "\n" not in text and text.startswith("physx: ball joints not supported (joint root_ball in stilt-slide_ball")
+    assert text.endswith("SAPIEN 3 exposes no spherical articulation joint, and its joints have damping, armature, "
+                         "friction, a spring, a range or an actuator")

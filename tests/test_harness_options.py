@@ -419,15 +419,20 @@ def test_a_planar_base_in_mujoco_and_pybullet(tmp_path):
         sim.close()
 
 
-def test_an_engine_without_ball_joints_is_one_line(tmp_path):
-    pytest.importorskip("sapien")
+def test_an_engine_without_ball_joints_is_one_line(tmp_path, monkeypatch):
+    """Every built-in engine builds such a base now; one that declares no ball joints (a plugin) is
+    refused before it loads."""
+    pytest.importorskip("pybullet")
+    from crosssim.engines.base import EngineCapabilities
+    from crosssim.engines.pybullet import EnginePyBullet
+
+    monkeypatch.setattr(EnginePyBullet, "capabilities", EngineCapabilities())
     h = Harness.from_card(load_card(_stilt_card(tmp_path, "slide_ball")))
     with pytest.raises(Exception) as err:
-        open_engine(load_profile("physx"), h.scene)
-    assert str(err.value) == ("physx: engine physx cannot build ball joints (base joint 'root_ball' of "
-                              "stilt-slide_ball.xml: SAPIEN 3 exposes no spherical articulation joint (its joints are "
-                              "fixed, revolute, prismatic or a free root), though PhysX has one); run this robot in "
-                              "mujoco, pybullet or newton, or give it a free joint")
+        open_engine(load_profile("pybullet"), h.scene)
+    assert str(err.value) == ("pybullet: engine pybullet cannot build ball joints (base joint 'root_ball' of "
+                              "stilt-slide_ball.xml); run this robot in mujoco, pybullet or newton, or give it a free "
+                              "joint")
 
 
 def test_ball_joint_below_the_base_is_one_line(tmp_path):

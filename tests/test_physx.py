@@ -142,7 +142,8 @@ def test_ball_joint_is_refused_naming_the_joint(tmp_path):
     xml.write_text("""<mujoco><worldbody><body name="a"><joint name="shoulder" type="ball"/><geom size="0.1"/>
       </body></worldbody></mujoco>""")
     with pytest.raises(EngineFailure, match=r"^physx: ball joints not supported \(joint shoulder in ball.xml\): SAPIEN 3 "
-                                            r"exposes no spherical articulation joint$"):
+                                            r"exposes no spherical articulation joint, and only a base of three slides "
+                                            r"then the ball is built \(as a free root\)$"):
         _load(xml)
 
 

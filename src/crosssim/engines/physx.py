@@ -36,7 +36,8 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
 
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
 from crosssim.engines.mujoco import audit_rows
-from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, refuse_unsupported, to_pose
+from crosssim.engines.physx_base import SlideBallBase, from_root, slide_ball_base, to_root
+from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, physx_joints, refuse_unsupported, to_pose
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
 from crosssim.scene import CanonicalModel
@@ -60,6 +61,11 @@ class PhysXModel:
     """Friction of each body's material as set (NaN: no collision geom)."""
     dt: float
     closed: bool = False
+    cidx: np.ndarray | None = None
+    """Canonical index of each PhysX joint (``qindex`` in the same order): every canonical joint
+    but the slides of a slide-and-ball base, which the floating root stands for."""
+    base: SlideBallBase | None = None
+    """The mapping of a base of slides and a ball joint onto the floating root (physx_base)."""
 
 
 @dataclass(eq=False)
@@ -82,15 +88,14 @@ class EnginePhysX(EngineBase):
     # back in was measured to change the next step by 1e-8..1e-4 on Hopper: the solver's caches
     # are not in the pack). A world costs ~8 ms to build; stepping states in turn costs nothing,
     # so a lockstep batch is one world per episode (bench/bench_batch_engines.py: 1.9x on Hopper).
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True)
-    ball_joints_refusal = ("SAPIEN 3 exposes no spherical articulation joint (its joints are fixed, revolute, "
-                           "prismatic or a free root), though PhysX has one")
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, ball_joints=True)
     settings_keys = frozenset({"solver", "position_iterations", "velocity_iterations", "contact_offset", "rest_offset"})
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:
         m = compiled.mj  # the variant is in the model PhysX is built from
         refuse_unsupported(m, compiled.scene)
         c = compiled_canonical(compiled)
+        base = slide_ball_base(m, c, compiled.scene.name)  # or one line why this ball joint is not built
         solver = str(profile.settings.get("solver", "tgs")).lower()
         if solver not in ("tgs", "pgs"):
             raise EngineFailure(f"physx profile: solver must be tgs or pgs, not {solver!r}")
@@ -100,10 +105,13 @@ class EnginePhysX(EngineBase):
         except BaseException:
             shutil.rmtree(mesh_dir, ignore_errors=True)
             raise
-        canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(JNT.mjJNT_FREE)]
+        canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) in (int(JNT.mjJNT_HINGE),
+                                                                                  int(JNT.mjJNT_SLIDE))]
         offset = np.array([m.qpos0[m.jnt_qposadr[j]] for j in canonical_joints])
+        cidx = np.array([canonical_joints.index(j) for j in physx_joints(m)], dtype=int)
         return PhysXModel(canonical=c, mj=m, profile=profile, mesh_dir=mesh_dir, world=world, qindex=qindex,
-                          joint_offset=offset, floor_mu=floor_mu, body_mu=body_mu, dt=float(world.system.get_timestep()))
+                          joint_offset=offset, floor_mu=floor_mu, body_mu=body_mu, dt=float(world.system.get_timestep()),
+                          cidx=cidx, base=base)
 
     # -- contract ---------------------------------------------------------------------------
     def reset(self, model: PhysXModel, initial: InitialState) -> PhysXState:
@@ -123,15 +131,16 @@ class EnginePhysX(EngineBase):
         c, art = model.canonical, state.world.articulation
         qpos, qvel = np.asarray(initial.qpos, float), np.asarray(initial.qvel, float)
         q, qd = np.zeros(art.dof), np.zeros(art.dof)
-        q[model.qindex] = qpos[c.joint_qposadr] - model.joint_offset
-        qd[model.qindex] = qvel[c.joint_dofadr]
-        if c.free_base:
-            pos, quat = qpos[:3], qpos[3:7] / np.linalg.norm(qpos[3:7])
+        q[model.qindex] = (qpos[c.joint_qposadr] - model.joint_offset)[model.cidx]
+        qd[model.qindex] = qvel[c.joint_dofadr][model.cidx]
+        if c.free_base or model.base is not None:
+            pos, quat, lin, ang_body = ((qpos[:3], qpos[3:7] / np.linalg.norm(qpos[3:7]), qvel[:3], qvel[3:6])
+                                        if model.base is None else to_root(model.base, qpos, qvel))
             root = state.world.body_links[0]
             art.set_root_pose(to_pose(pos, quat))
-            ang = quat_rotate(quat, qvel[3:6])
+            ang = quat_rotate(quat, ang_body)
             com = pos + quat_rotate(quat, np.asarray(root.cmass_local_pose.p, float))
-            art.set_root_linear_velocity(np.asarray(qvel[:3] + cross3(ang, com - pos), dtype=np.float32))
+            art.set_root_linear_velocity(np.asarray(lin + cross3(ang, com - pos), dtype=np.float32))
             art.set_root_angular_velocity(np.asarray(ang, dtype=np.float32))
         art.set_qpos(q.astype(np.float32))
         art.set_qvel(qd.astype(np.float32))
@@ -148,7 +157,7 @@ class EnginePhysX(EngineBase):
         state.torques = torques.copy()
         art = state.world.articulation
         qf = np.zeros(art.dof, dtype=np.float32)
-        qf[model.qindex] = torques
+        qf[model.qindex] = torques[model.cidx]
         for _ in range(n_substeps):
             art.set_qf(qf)  # held for the step; damping and spring are the drives'
             state.world.system.step()
@@ -157,12 +166,14 @@ class EnginePhysX(EngineBase):
     def joint_state(self, model: PhysXModel, state: PhysXState) -> tuple[np.ndarray, np.ndarray]:
         c, art = model.canonical, state.world.articulation
         qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
-        qpos[c.joint_qposadr] = np.asarray(art.get_qpos(), float)[model.qindex] + model.joint_offset
-        qvel[c.joint_dofadr] = np.asarray(art.get_qvel(), float)[model.qindex]
+        qpos[c.joint_qposadr[model.cidx]] = np.asarray(art.get_qpos(), float)[model.qindex] + model.joint_offset[model.cidx]
+        qvel[c.joint_dofadr[model.cidx]] = np.asarray(art.get_qvel(), float)[model.qindex]
         if c.free_base:
             pos, quat, lin, ang = _base(state.world)
             qpos[:3], qpos[3:7], qvel[:3] = pos, quat, lin
             qvel[3:6] = quat_rotate(quat * np.array([1, -1, -1, -1]), ang)
+        elif model.base is not None:
+            from_root(model.base, *_base(state.world), qpos, qvel)
         return qpos, qvel
 
     def frame(self, model: PhysXModel, state: PhysXState, *, contacts: bool = False) -> SimFrame:
@@ -174,8 +185,14 @@ class EnginePhysX(EngineBase):
 
     def audit(self, model: PhysXModel) -> list[AuditRow]:
         c, links, joints = model.canonical, model.world.body_links, model.world.joints
-        lo = np.array([j.get_limits()[0][0] for j in joints]) + model.joint_offset
-        hi = np.array([j.get_limits()[0][1] for j in joints]) + model.joint_offset
+
+        def per_joint(read, rest=0.0):  # canonical order; a slide the floating root stands for has none
+            out = np.full(c.joint_count, rest)
+            out[model.cidx] = [read(j) for j in joints]
+            return out
+
+        lo = per_joint(lambda j: j.get_limits()[0][0], -np.inf) + model.joint_offset
+        hi = per_joint(lambda j: j.get_limits()[0][1], np.inf) + model.joint_offset
         # Body-floor friction as PhysX combines it: the average of the two materials.
         body_mu = {c.body_names[k]: 0.5 * (model.body_mu[k] + model.floor_mu) for k in range(len(links))}
         geom_mu = np.array([body_mu.get(b, np.nan) if b != "world" else np.nan for b in c.geom_body])
@@ -185,10 +202,10 @@ class EnginePhysX(EngineBase):
             "body_mass": [link.get_mass() for link in links],
             "body_inertia": [link.get_inertia() for link in links],
             "joint_range": np.stack([np.where(np.isfinite(lo), lo, np.nan), np.where(np.isfinite(hi), hi, np.nan)], 1),
-            "joint_damping": [j.get_damping() for j in joints],
-            "joint_armature": [j.get_armature()[0] for j in joints],
+            "joint_damping": per_joint(lambda j: j.get_damping()),
+            "joint_armature": per_joint(lambda j: j.get_armature()[0]),
             "joint_frictionloss": None,
-            "joint_stiffness": [j.get_stiffness() for j in joints],
+            "joint_stiffness": per_joint(lambda j: j.get_stiffness()),
             "geom_friction": geom_mu,
             "actuator_gear": c.actuator_gear,
         }

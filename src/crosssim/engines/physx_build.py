@@ -68,16 +68,12 @@ def refuse_unsupported(m, scene: Path) -> None:
         raise EngineFailure(f"physx: {scene.name} has tendon {name} with a limit, spring, damping or friction; not "
                             "supported by the physx engine (SAPIEN's fixed tendons are not reconciled here)")
     roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
-    free = [b for b in roots if any(int(m.jnt_type[j]) == int(JNT.mjJNT_FREE)
+    free = [b for b in roots if any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL))
                                     for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))]
     if len(roots) > 1 and free:
         raise EngineFailure(f"physx: {scene.name} has {len(roots)} bodies under the world and a free joint; the physx "
                             "engine hangs several trees from one fixed world link, so none may float")
-    for j in range(m.njnt):
-        if int(m.jnt_type[j]) == int(JNT.mjJNT_BALL):
-            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j)
-            raise EngineFailure(f"physx: ball joints not supported (joint {name} in {scene.name}): SAPIEN 3 exposes no "
-                                "spherical articulation joint")
+    # Ball joints: crosssim.engines.physx_base builds a base of slides and a ball, refuses the rest.
 
 
 def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, np.ndarray, float, np.ndarray]:
@@ -103,7 +99,8 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
         entity.add_component(ground)
         scene.add_entity(entity)
 
-    free = any(int(m.jnt_type[j]) == int(JNT.mjJNT_FREE) for j in range(m.njnt))
+    # A free joint, or a base of slides and a ball (physx_base; any other ball is refused before).
+    free = any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL)) for j in range(m.njnt))
     links_of_body: dict[int, px.PhysxArticulationLinkComponent] = {}
     joint_of: dict[int, px.PhysxArticulationJoint] = {}
     entities, body_mu = [], np.full(m.nbody - 1, np.nan)
@@ -131,7 +128,7 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
         name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
         parent = links_of_body.get(int(m.body_parentid[b]), root)
         jnts = [j for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
-                if not (free and b == 1 and int(m.jnt_type[j]) == int(JNT.mjJNT_FREE))]
+                if not (free and b == 1)]
         body_pose = to_pose(m.body_pos[b], m.body_quat[b])
         if free and b == 1:
             link = new_link(None, name)
@@ -189,7 +186,7 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
     art.set_solver_velocity_iterations(int(s.get("velocity_iterations", 1)))
     art.set_sleep_threshold(0.0)
 
-    canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) != int(JNT.mjJNT_FREE)]
+    canonical_joints = physx_joints(m)
     active = [jt.name for jt in art.get_active_joints()]
     qindex = np.array([active.index(f"j{j}") for j in canonical_joints], dtype=int)
     offset = np.array([m.qpos0[m.jnt_qposadr[j]] for j in canonical_joints])
@@ -206,6 +203,13 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
     world = PhysXWorld(scene=scene, system=system, articulation=art, joints=joints,
                        body_links=[links_of_body[b] for b in range(1, m.nbody)])
     return world, qindex, floor_mu, body_mu
+
+
+def physx_joints(m) -> list[int]:
+    """MuJoCo joints that are PhysX joints: every hinge and slide but a floating root's."""
+    free = any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL)) for j in range(m.njnt))
+    return [j for j in range(m.njnt) if int(m.jnt_type[j]) in (int(JNT.mjJNT_HINGE), int(JNT.mjJNT_SLIDE))
+            and not (free and int(m.jnt_bodyid[j]) == 1)]
 
 
 def _collides(m, g: int) -> bool:

@@ -65,7 +65,6 @@ def _check_base(engine, profile: EngineProfile, scene) -> None:
 
     balls = canonical_model(Path(scene)).ball_joints
     if balls and not engine.capabilities.ball_joints:
-        why = getattr(engine, "ball_joints_refusal", "")  # the engine's reason, where it states one
         raise CrossSimError(f"{profile.name}: engine {engine.name} cannot build ball joints (base joint {balls[0]!r} "
-                            f"of {Path(scene).name}{': ' + why if why else ''}); run this robot in mujoco, pybullet or "
-                            "newton, or give it a free joint")
+                            f"of {Path(scene).name}); run this robot in mujoco, pybullet or newton, or give it a free "
+                            "joint")
