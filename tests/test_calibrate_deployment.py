@@ -73,4 +73,8 @@ def test_card_naming_the_file_gets_its_gap_in_the_verdict(written, tmp_path):
     assert "calibrated values at +2 sigma" in risk.deployment_source
     assert risk.components["timing"].gap == pytest.approx(latency / PERIOD)  # about 1.5 steps: severity 1.5
     assert risk.components["timing"].gap_settings["action_latency"] == pytest.approx(latency / PERIOD)
+    assert risk.components["timing"].gap_settings["latency"] == pytest.approx(latency)  # back in seconds
+    from crosssim.risk import settings_text
+
+    assert f"latency {1000 * latency:.0f} ms" in settings_text(risk.components["timing"].gap_settings)
     assert risk.components["actuation"].gap_settings["motor_strength"] == pytest.approx(1 - strength)

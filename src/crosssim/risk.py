@@ -141,6 +141,19 @@ def _rung_ci(nominal: np.ndarray, rung: np.ndarray, rng) -> tuple[float, float]:
     return _quantiles(draws) if draws else (retained(nominal, rung),) * 2
 
 
+def _seconds(settings: dict, period: float | None) -> dict:
+    """``settings`` with a latency in control steps also in seconds (``latency``), so a sub-step
+    latency reads as the physical delay it is (when the control period is known)."""
+    if "action_latency" not in settings or not period:
+        return settings
+    out = {}
+    for k, v in settings.items():
+        out[k] = v
+        if k == "action_latency":
+            out["latency"] = float(v) * period
+    return out
+
+
 def _ratio(a: float, b: float | None) -> float | None:
     return None if b is None or b <= 0 else float(a / b)
 
@@ -179,7 +192,8 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 50
                                   for e in engines])
     weights = dict(zip(engines, map(float, engine_weights(nominal_means, engines.index(reference)))))
     curves = _Curves(df, values, engines, fraction, ladders)
-    period = control_period or getattr(card, "control_period", None) or 1.0
+    known = control_period or getattr(card, "control_period", None)
+    period = known or 1.0
     axes = gap.axes(period)
     gaps = {}
     for name, lad in ladders.items():
@@ -206,15 +220,15 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 50
         trusted = [m for e, m in engine_margins.items() if weights[e] >= MIN_ENGINE_WEIGHT and np.isfinite(m)]
         cpoints = {}
         for e in engines:
-            cpoints[e] = [RungPoint(rung=k, severity=level, settings=lad.settings_at(level),
+            cpoints[e] = [RungPoint(rung=k, severity=level, settings=_seconds(lad.settings_at(level), known),
                                     episodes=int(np.isfinite(v).sum()), retained=retained(curves.nominal[e], v),
                                     retained_ci95=_rung_ci(curves.nominal[e], v, np.random.default_rng(seed)),
                                     passed=bool(retained(curves.nominal[e], v) >= fraction))
                           for k, level, v in sorted(curves.rungs[e, f], key=lambda t: t[0])]
         components[f] = RiskComponent(
             what=lad.what, margin=margin, margin_ci95=m_ci, censored=censored,
-            margin_settings=lad.settings_at(margin) if np.isfinite(margin) else {},
-            gap=gaps[f], gap_settings=lad.settings_at(gaps[f]) if gaps[f] is not None else {},
+            margin_settings=_seconds(lad.settings_at(margin), known) if np.isfinite(margin) else {},
+            gap=gaps[f], gap_settings=_seconds(lad.settings_at(gaps[f]), known) if gaps[f] is not None else {},
             headroom=headroom if np.isfinite(margin) else float("nan"), headroom_ci95=h_ci,
             drop_at_gap=drop, drop_at_gap_ci95=drop_ci,
             verdict=verdict_for(headroom if np.isfinite(margin) else float("nan"), censored),
@@ -276,7 +290,7 @@ def settings_text(settings: dict[str, float]) -> str:
         elif unit(k) == "term units":
             parts.append(f"{k.partition(':')[2]} noise {v:.2g}")
         elif unit(k) == "s":
-            parts.append(f"{k} {1000 * v:.0f} ms")
+            parts.append(f"{k} {1000 * v:.2g} ms" if 0 < v < 0.01 else f"{k} {1000 * v:.0f} ms")
         elif unit(k) == "x":
             parts.append(f"{k} x{v:.2f}")
         else:

@@ -128,9 +128,10 @@ NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_no
 
 UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "raw units",
          "friction_scale": "x", "mass_scale": "x", "motor_free_speed": "rad/s", "push_impulse": "N s",
-         "actuator": "file"}
+         "actuator": "file", "latency": "s"}
 TERM_NOISE = "term_noise:"
-"""Prefix of a per-term noise axis: ``term_noise:<observation term>``."""
+"""Prefix of a per-term noise axis: ``term_noise:<observation term>``. (``latency`` is no axis: the
+risk profile adds the timing axis's latency in seconds beside it.)"""
 
 LADDERS: dict[str, Ladder] = {
     "actuation": Ladder("actuation", (0.5, 1, 2, 3, 4, 5),
