@@ -218,3 +218,24 @@ def test_crossval_sweeps_opt_in_families_deterministically(tmp_path):
     assert comps["noise:joint_vel"].gap == pytest.approx(1.0 / 0.9)  # severity 1 is 0.9 rad/s
     assert comps["dc_motor"].gap is None and comps["dc_motor"].verdict == "low"  # margin only
     assert np.isfinite(comps["dc_motor"].margin)
+
+
+def test_lockstep_batches_apply_the_same_pushes_and_term_noise(tmp_path):
+    """The batched path (--batch-episodes) steps through the same control step: same rows."""
+    from crosssim.runner.workers import EngineJob, execute_job
+
+    card = _ant_card(tmp_path, {})
+    conditions = (("nominal", {}), ("mixed", {"push_impulse": 2.0, "term_noise": (("joint_vel", 1.0),)}))
+    base = dict(card_path=card, profile="mujoco", episodes=((0, 0), (1, 1)), max_steps=30, conditions=conditions,
+                trust=True)
+
+    def rows(job):
+        out = {}
+        execute_job(job, lambda kind, p: out.__setitem__((p["condition"], p["episode"]), p) if kind == "row" else None)
+        return out
+
+    single, batched = rows(EngineJob(**base)), rows(EngineJob(**base, batch=True))
+    assert set(single) == set(batched) and len(single) == 4
+    for key, row in single.items():
+        assert batched[key]["ret"] == pytest.approx(row["ret"], rel=1e-5), key
+    assert single[("mixed", 0)]["ret"] != pytest.approx(single[("nominal", 0)]["ret"], rel=1e-3)
