@@ -49,7 +49,8 @@ def crossval(config: CrossvalConfig, *, progress=None) -> CrossvalRun:
         from crosssim.report import write_report
 
         try:
-            report = write_report(plan.out, harness=plan.harness)
+            # --quick: no filmstrips (2-4 s of rendering); `crosssim report DIR` adds them later
+            report = write_report(plan.out, harness=plan.harness, filmstrips=not config.quick)
         except Exception as exc:  # the numbers are written already; a report failure must not hide them
             error = f"{type(exc).__name__}: {exc}"
     return CrossvalRun(out=plan.out, summary=summary, report=report, report_error=error)

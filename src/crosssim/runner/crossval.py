@@ -93,7 +93,8 @@ class CrossvalConfig:
              "largest severity that passes (docs/risk.md).")
     quick: bool = option(
         False, help=f"Interactive mode: at most {QUICK_EPISODES} episodes per engine, {QUICK_SWEEP_EPISODES} per "
-                    f"sweep rung and {QUICK_MAX_STEPS} control steps per episode (wider CIs; rows cached apart).")
+                    f"sweep rung and {QUICK_MAX_STEPS} control steps per episode (wider CIs; rows cached apart); the report "
+                    "has no filmstrips (`crosssim report DIR` adds them).")
     real: str | None = option(
         None, help="Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs.")
     policy_memory_mb: int | None = option(

@@ -189,6 +189,16 @@ def _worker_main(job: EngineJob, q, handoff=None) -> None:
     # a worker whose policy runs in the sandbox (or needs no torch) never pays torch's import.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     execute_job(job, lambda kind, payload: q.put((kind, payload)))
+    # Everything is sent: flush it, then skip the interpreter's teardown (Warp's and Newton's
+    # took 3 s after the last message, time the parent spent in join). Policy processes were
+    # closed with their objects; an unused prestarted one sees its pipe close and exits.
+    q.close()
+    q.join_thread()
+    import sys
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class StdioWorker:
