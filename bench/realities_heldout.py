@@ -240,7 +240,7 @@ def run_heldout(harness, policy, r: HeldoutReality, *, episode_seeds, max_steps:
             if factors is not None:
                 m.geom_friction[:, 0] = base_friction * patch_factor(r, factors, *frame.base_pos[:2])
             action = np.asarray(policy.act(seen), dtype=float)
-            if harness.card.action.clip is not None:
+            if harness.card is not None and harness.card.action.clip is not None:
                 action = np.clip(action, *harness.card.action.clip)
             ctrl = act.target(action)
             n = task.frame_skip
