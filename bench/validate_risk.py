@@ -1,24 +1,39 @@
-"""Does crosssim's risk profile predict transfer? (`make validate`)
+"""`make validate`: does the transfer-risk verdict predict transfer, on a part it was never chosen on?
 
-For every policy of the population (the RL Zoo agents in ../shared/fixtures and the project's
-own, bench/train_population.py), it runs crossval (profile) and the held-out realities
-(bench/realities.py: true drops), then reports, for each component against its own reality and
-the aggregate against the all-gaps reality: Spearman, Pearson and MMRV; the same for the
-baselines (reference-engine return alone, each single engine's drop, a random score) and for the
-ablation without cross-engine terms (sweeps in the reference engine only). The method has no
-fitted weights: nothing is tuned on these policies. Results are cached per policy in
-.cache/validation/; the table goes to docs/risk.md between the markers.
+1. Population and realities in three parts (bench/validation_population.py): design (RL-Zoo and
+   policies/ Hopper/HalfCheetah), selection (bench/train_population.py's selection split), both in
+   bench/realities.py; untouched (Walker2d-v4, Ant-v4) in the sealed bench/realities_heldout.py.
+2. Selection (``select_design``): on design + selection only, a small grid of design values — the
+   pass fraction (0.8 / 0.9 / 0.95) and the headroom thresholds — is scored and the values it
+   prefers are printed. One crossval per policy, at the shipped fraction: the other fractions'
+   margins are read from the rungs that bisection visited (approximate where their crossing lies
+   outside the visited bracket; a crossval per fraction did not fit this machine's time).
+   Rule, fixed before the grid ran: the pass fraction with the best mean Spearman of the negated
+   headroom against the true drop over the four targets (three families, and the least headroom
+   against the all-gaps reality); then the thresholds at that fraction with the most verdict
+   classes (up to three) and, among those, the best Kendall tau of class against the all-gaps
+   drop. A candidate within TIE of the best counts as tied, and a tie goes to the shipped value.
+3. Freeze: the chosen values must equal the shipped ones (crosssim.sweep.PASS_FRACTION,
+   crosssim.risk.HIGH_BELOW / MEDIUM_BELOW); otherwise the untouched part is not scored (change the
+   shipped values in a commit first). Then the untouched part is scored with the frozen design.
+4. Report per part, kept apart: Spearman and MMRV of each family's negated headroom against its
+   own reality and of the least headroom against all gaps; the same for naive baselines; the
+   verdict classes and Kendall tau; the policies the harness check refuses (no verdict: counted);
+   and whether the engines' disagreement (the spread of their margins) adds to the reference
+   engine's sweeps (partial Spearman; a rank regression fitted on design + selection, applied to
+   untouched). The tables go to docs/risk.md between the markers; total wall time is printed.
 
-    .venv/bin/python bench/validate_risk.py [--episodes 5] [--engines mujoco,pybullet] [--no-write]
+    .venv/bin/python bench/validate_risk.py [--episodes 5] [--sweep-episodes 3] [--selection-only] [--no-write]
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import hashlib
 import json
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -27,227 +42,369 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from realities import REALITIES, run_reality  # noqa: E402
+import validation_population as vp  # noqa: E402
+from validation_population import CHOOSING_PARTS, FAMILIES, PARTS, TARGETS  # noqa: E402
 
+from crosssim import risk, sweep  # noqa: E402
 from crosssim.card import load_card  # noqa: E402
-from crosssim.perturb import FAMILIES  # noqa: E402
-from crosssim.policies import load_policy  # noqa: E402
-from crosssim.results import to_dict  # noqa: E402
-from crosssim.risk import clipped_drop, risk_profile  # noqa: E402
-from crosssim.runner.cache import path_digest  # noqa: E402
-from crosssim.evaluate import crossval  # noqa: E402
-from crosssim.runner import CrossvalConfig  # noqa: E402
-from crosssim.runner.rollout import Harness  # noqa: E402
-from crosssim.stats import mmrv, pearson, spearman  # noqa: E402
+from crosssim.stats import kendall, mmrv, spearman  # noqa: E402
 
-CACHE = ROOT / ".cache" / "validation"
 DOC = ROOT / "docs" / "risk.md"
 BEGIN, END = "<!-- validate:begin -->", "<!-- validate:end -->"
+FRACTIONS = (0.8, 0.9, 0.95)
+THRESHOLDS = tuple((h, m) for h in (0.25, 0.5, 1.0) for m in (1.5, 2.0, 3.0))
+TIE = 0.02
+CLASS = {"low": 0, "medium": 1, "high": 2}
 
 
-def population_cards() -> list[Path]:
-    zoo = sorted((ROOT / "tests" / "cards" / "zoo").glob("*.yaml")) if (ROOT.parent / "shared" / "fixtures").is_dir() else []
-    own = sorted((ROOT / ".cache" / "population").glob("*/card.yaml"))
-    return zoo + own
+# --- scores of one policy -----------------------------------------------------------------------
 
-
-def _key(card: Path, engines, episodes) -> str:
-    """What the engine runs and the realities depend on; not risk.py (the profile is recomputed).
-
-    Engine and harness code are not in it either, on purpose: a full re-evaluation takes about an
-    hour, so delete .cache/validation after a change to them that should move the numbers.
-    """
-    c = load_card(card)
-    h = hashlib.sha256(card.read_bytes() + path_digest(c.policy_file).encode() + f"{engines}{episodes}".encode())
-    for f in (ROOT / "bench" / "realities.py", ROOT / "src" / "crosssim" / "perturb.py"):
-        h.update(f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def evaluate(card_path: Path, engines: tuple[str, ...], episodes: int) -> dict:
-    """Runs (cached) plus the risk profile, recomputed from the cached rows with today's risk.py."""
+def score(rows: Path, card_path: Path, fraction: float) -> dict:
+    """The profile of one crossval at ``fraction`` (no bootstrap: the point values are scored),
+    with every engine (shipped) and with the reference engine alone."""
     card = load_card(card_path)
-    key = _key(card_path, engines, episodes)
-    cached = CACHE / f"{card.name}-{key}.json"
-    runs = CACHE / "runs" / f"{card.name}-{key}"  # the rows the record was made from
-    if cached.exists() and (runs / "results.parquet").exists():
-        record = json.loads(cached.read_text())
-    else:
-        record = _run(card_path, card, engines, episodes, runs)
-        CACHE.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps({k: v for k, v in record.items() if k != "risk"}, indent=1))
-    df = pd.read_parquet(runs / "results.parquet")
-    record["risk"] = to_dict(risk_profile(df, card, reference=record["reference"]))
-    return record
-
-
-def _run(card_path: Path, card, engines: tuple[str, ...], episodes: int, out: Path) -> dict:
-    summary = crossval(CrossvalConfig(policy=str(card_path), engines=engines, episodes=episodes,
-                                      out=str(out), risk=True, workers=2)).summary
-    df = pd.read_parquet(out / "results.parquet")
-    if df.failure.notna().all():
-        raise SystemExit(f"{card.name}: every episode failed ({df.failure.iloc[0]}); not caching")
-    means = df[df.failure.isna()].groupby(["engine", "condition"])["return"].mean()
-    harness = Harness.from_card(card)
-    policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
-    sim = summary.engines[summary.reference_engine].mean_return
-    truth, real = {}, {}
-    for r in REALITIES:
-        real[r.family] = float(np.mean(run_reality(harness, policy, r, episode_seeds=range(episodes))))
-        truth[r.family] = float(np.clip((sim - real[r.family]) / max(abs(sim), 1e-9), 0.0, 1.0))
-    return {"name": card.name, "task": card.task, "source": "zoo" if card.name.startswith("zoo-") else "own",
-            "reference": summary.reference_engine, "sim_return": sim,
-            "means": {f"{e}/{c}": float(v) for (e, c), v in means.items()}, "truth": truth, "reality_return": real}
-
-
-V1 = "design v1: mean over engines of the drop from the reference's nominal (x disagreement for all gaps)"
-
-
-def _profile(risk: dict, family: str) -> float:
-    """The profile's predicted drop for ``family`` ("all": the aggregate); NaN on a harness mismatch
-    (no risk numbers then)."""
-    if risk["aggregate"] is None:
-        return float("nan")
-    # Dose-response design: a family's score is its predicted loss at the expected deployment gap.
-    return risk["aggregate"]["drop"] if family == "all" else risk["components"][family]["drop_at_gap"]
-
-
-def _disagreement(risk: dict) -> float:
-    """The engines' spread of margins, largest over the families [severity] (the dose-response
-    design's engine disagreement); NaN without risk numbers."""
-    spreads = [c["engine_spread"] for c in (risk.get("components") or {}).values()]
-    return float(np.nanmax(spreads)) if spreads and np.isfinite(spreads).any() else float("nan")
-
-
-def predictors(rec: dict, engines: tuple[str, ...]) -> dict[str, dict[str, float]]:
-    """Scores per target family: the profile, the ablation, earlier designs and the baselines."""
-    ref, m = rec["reference"], rec["means"]
-    base = m[f"{ref}/nominal"]
-    comps = rec["risk"]["components"]
-    out: dict[str, dict[str, float]] = {}
-    for fam in [*FAMILIES, "all"]:
-        cond = "combined" if fam == "all" else fam
-        own = [clipped_drop(m[f"{e}/nominal"], m.get(f"{e}/{cond}", np.nan)) for e in engines
-               if f"{e}/nominal" in m and abs(m[f"{e}/nominal"]) > 1e-9]
-        v1 = [clipped_drop(base, m[f"{e}/{cond}"]) for e in engines if f"{e}/{cond}" in m]
-        dis = _disagreement(rec["risk"])
-        scores = {
-            "profile": _profile(rec["risk"], fam),
-            "ablation: sweeps in reference engine only": clipped_drop(base, m.get(f"{ref}/{cond}", np.nan)),
-            V1: (1 - (1 - np.mean(v1)) * (1 - dis)) if fam == "all" else float(np.mean(v1)),
-            "variant: each engine vs its own nominal, unweighted mean": float(np.mean(own)) if own else np.nan,
-            "baseline: reference return (negated)": -base,
-        }
-        for e in engines:
-            if e != ref:
-                scores[f"baseline: {e} nominal drop"] = clipped_drop(base, m.get(f"{e}/nominal", np.nan))
-        out[fam] = scores
+    df = pd.read_parquet(rows)
+    ref = "mujoco"
+    full = risk.risk_profile(df, card, reference=ref, fraction=fraction, resamples=0)
+    out = {"verdict": full.verdict, "refused": full.verdict == "harness mismatch",
+           "check": full.harness_check.message,
+           "nominal_return": float(df[(df.engine == ref) & (df.condition == "nominal")]["return"].mean())}
+    if out["refused"]:
+        return out
+    alone = risk.risk_profile(df[df.engine == ref], card, reference=ref, fraction=fraction, resamples=0)
+    comps = full.components
+    out.update(
+        headroom={f: _num(comps[f].headroom) for f in FAMILIES},
+        censored={f: bool(comps[f].censored) for f in FAMILIES},
+        margin={f: _num(comps[f].margin) for f in FAMILIES},
+        drop_at_gap={f: _num(comps[f].drop_at_gap) for f in FAMILIES},
+        aggregate_drop=_num(full.aggregate.drop),
+        engine_margins={f: {e: _num(m) for e, m in comps[f].engine_margins.items()} for f in FAMILIES},
+        engine_weights={e: _num(w) for e, w in full.aggregate.engine_weights.items()},
+        headroom_ref={f: _num(alone.components[f].headroom) for f in FAMILIES},
+    )
+    if classify(out, risk.HIGH_BELOW, risk.MEDIUM_BELOW) != full.verdict:  # the grid's classes are crosssim's
+        raise AssertionError(f"{card.name}: classify() gives {classify(out, risk.HIGH_BELOW, risk.MEDIUM_BELOW)}, "
+                             f"crosssim.risk {full.verdict}: bench/validate_risk.py no longer follows risk.py")
     return out
 
 
-DESIGNS = ("profile", "ablation: sweeps in reference engine only",
-           "variant: each engine vs its own nominal, unweighted mean")
+def _num(x) -> float:
+    return float("nan") if x is None else float(x)
 
 
-def split_check(records: list[dict], engines: tuple[str, ...]) -> str:
-    """Design choice and the disagreement weight: chosen on the Hopper policies, reported on HalfCheetah.
+@contextmanager
+def thresholds(high: float, medium: float):
+    """crosssim.risk's verdict thresholds set to a candidate while classifying."""
+    old = risk.HIGH_BELOW, risk.MEDIUM_BELOW
+    risk.HIGH_BELOW, risk.MEDIUM_BELOW = high, medium
+    try:
+        yield
+    finally:
+        risk.HIGH_BELOW, risk.MEDIUM_BELOW = old
 
-    1. Mean Spearman over the four realities of each candidate design (the profile's weighted
-       engine sensitivities, v1, reference-only sweeps, the unweighted mean) on each split.
-    2. score = profile + w * disagreement, w chosen on Hopper (grid, best mean Spearman), reported
-       on the HalfCheetah policies, which it never saw.
-    """
-    fams = [*FAMILIES, "all"]
-    preds = [predictors(r, engines) for r in records]
-    train = [i for i, r in enumerate(records) if r["task"] == "Hopper"]
-    test = [i for i, r in enumerate(records) if r["task"] != "Hopper"]
-    if len(train) < 3 or len(test) < 3:
-        return "(not enough policies per task for the split)"
 
-    def spear(idx, name, w=0.0):
-        out = []
-        for fam in fams:
-            s = [preds[i][fam][name] + w * _disagreement(records[i]["risk"]) for i in idx]
-            out.append(spearman(s, [records[i]["truth"][fam] for i in idx]))
-        return out
+def classify(s: dict, high: float, medium: float) -> str:
+    """The verdict of a scored profile under thresholds (high, medium): crosssim.risk's rule (each
+    family's class by verdict_for; a missing margin is unknown; else the worst class decides)."""
+    if s["refused"]:
+        return "harness mismatch"
+    if any(not np.isfinite(s["margin"][f]) for f in FAMILIES):
+        return "unknown"
+    order = ("high", "unknown", "medium", "low")
+    with thresholds(high, medium):
+        classes = [risk.verdict_for(s["headroom"][f], s["censored"][f]) for f in FAMILIES]
+    return min(classes, key=order.index)
 
-    lines = [f"Design selection: mean Spearman over the four realities, chosen on the {len(train)} Hopper "
-             f"policies, confirmed on the {len(test)} HalfCheetah policies:", "",
-             "| design | Hopper (selection) | HalfCheetah (held out) |", "|---|---|---|"]
-    for name in (V1, *DESIGNS):
-        lines.append(f"| {name} | {np.nanmean(spear(train, name)):.3f} | {np.nanmean(spear(test, name)):.3f} |")
-    grid = [0.0, 0.1, 0.25, 0.5, 1.0, 2.0]
-    best = max(grid, key=lambda w: np.nanmean(spear(train, "profile", w)))
-    lines += ["", f"Weight on engine disagreement added to the profile, chosen on the Hopper policies: w = {best}. "
-              f"On the held-out HalfCheetah policies (Spearman per reality {', '.join(fams)}):", "",
-              "| predictor | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
-    for label, w in (("profile (w = 0)", 0.0), (f"profile + {best} x disagreement", best)):
-        lines.append(f"| {label} | " + " | ".join(f"{v:.2f}" for v in spear(test, "profile", w)) + " |")
+
+def least(d: dict) -> float:
+    v = [x for x in d.values() if np.isfinite(x)]
+    return min(v) if v else float("nan")
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+def _finite(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    return a[ok], b[ok]
+
+
+def rank_metrics(scores, truth) -> tuple[float, float]:
+    """(Spearman, MMRV) of a risk score (higher: more loss expected) against the true drop."""
+    a, b = _finite(scores, truth)
+    return (spearman(a, b), mmrv(a, b)) if a.size > 2 else (float("nan"), float("nan"))
+
+
+def headroom_score(s: dict, target: str, key: str = "headroom") -> float:
+    """Negated headroom of a family (``all``: the least over the families): higher = riskier."""
+    return -(least(s[key]) if target == "all" else s[key][target])
+
+
+def predictors(recs: list[dict], fraction: float, target: str, seed: int = 0) -> dict[str, np.ndarray]:
+    scored = [r["scores"][str(fraction)] for r in recs]
+    rng = np.random.default_rng([seed, TARGETS.index(target)])
+    return {
+        "-headroom (shipped: engines weighted)": np.array([headroom_score(s, target) for s in scored]),
+        "-headroom, reference engine alone": np.array([headroom_score(s, target, "headroom_ref") for s in scored]),
+        "baseline: nominal return (negated)": np.array([-s["nominal_return"] for s in scored]),
+        "baseline: one-point drop at the expected gap": np.array(
+            [s["aggregate_drop"] if target == "all" else s["drop_at_gap"][target] for s in scored]),
+        "baseline: random score": rng.uniform(size=len(scored)),
+    }
+
+
+def part_metrics(recs: list[dict], fraction: float, high: float, medium: float) -> dict:
+    """Every number of one part, with the design (fraction, high, medium). Refused policies have no
+    verdict and take no part in the rank metrics: they are counted."""
+    refused = [r["name"] for r in recs if r["scores"][str(fraction)]["refused"]]
+    ok = [r for r in recs if not r["scores"][str(fraction)]["refused"]]
+    out = {"n": len(recs), "refused": refused, "metrics": {}}
+    for target in TARGETS:
+        truth = [r["truth"]["drop"][target] for r in ok]
+        out["metrics"][target] = {name: rank_metrics(s, truth) for name, s in predictors(ok, fraction, target).items()}
+    verdicts = [classify(r["scores"][str(fraction)], high, medium) for r in ok]
+    out["verdicts"] = {v: verdicts.count(v) for v in ("high", "medium", "low", "unknown")}
+    classed = [(CLASS[v], r["truth"]["drop"]["all"]) for v, r in zip(verdicts, ok) if v in CLASS]
+    out["kendall"] = kendall(*zip(*classed)) if len(classed) > 2 else float("nan")
+    out["per_policy"] = [{"name": r["name"], "verdict": v, "truth": r["truth"]["drop"],
+                          "headroom": r["scores"][str(fraction)]["headroom"]} for v, r in zip(verdicts, ok)]
+    out["disagreement"] = disagreement(ok, fraction)
+    return out
+
+
+def spread(s: dict, target: str) -> float:
+    """The engines' disagreement on a family's tolerance: the spread of their margins (every engine,
+    weighted or not) [severity]; ``all``: that of the family with the least reference headroom."""
+    if target == "all":
+        target = min(FAMILIES, key=lambda f: s["headroom_ref"][f] if np.isfinite(s["headroom_ref"][f]) else np.inf)
+    m = [v for v in s["engine_margins"][target].values() if np.isfinite(v)]
+    return float(max(m) - min(m)) if len(m) > 1 else float("nan")
+
+
+def _ranks(x) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(x) / len(x)
+
+
+def _residual(y, x) -> np.ndarray:
+    a = np.vstack([np.ones_like(x), x]).T
+    return y - a @ np.linalg.lstsq(a, y, rcond=None)[0]
+
+
+def disagreement(recs: list[dict], fraction: float) -> dict:
+    """Per target: Spearman of the reference engine's negated headroom, of the spread alone, and
+    the partial Spearman of the spread given the reference headroom (rank residuals)."""
+    out = {}
+    for target in TARGETS:
+        s = [r["scores"][str(fraction)] for r in recs]
+        x = np.array([headroom_score(v, target, "headroom_ref") for v in s])
+        d = np.array([spread(v, target) for v in s])
+        y = np.array([r["truth"]["drop"][target] for r in recs])
+        ok = np.isfinite(x) & np.isfinite(d) & np.isfinite(y)
+        if ok.sum() < 4:
+            out[target] = {"n": int(ok.sum())}
+            continue
+        rx, rd, ry = _ranks(x[ok]), _ranks(d[ok]), _ranks(y[ok])
+        partial = spearman(_residual(ry, rx), _residual(rd, rx)) if np.ptp(_residual(rd, rx)) else float("nan")
+        out[target] = {"n": int(ok.sum()), "reference": spearman(x[ok], y[ok]), "spread": spearman(d[ok], y[ok]),
+                       "partial": partial, "x": rx.tolist(), "d": rd.tolist(), "y": ry.tolist()}
+    return out
+
+
+def regression_transfer(fit: dict, test: dict) -> dict:
+    """Rank regression y ~ x + d (reference headroom, engine spread) fitted on design + selection,
+    applied to the untouched part: Spearman of the fitted score there against the reference alone."""
+    out = {}
+    for target in TARGETS:
+        a, b = fit.get(target, {}), test.get(target, {})
+        if "x" not in a or "x" not in b:
+            continue
+        coef = np.linalg.lstsq(np.vstack([np.ones(len(a["x"])), a["x"], a["d"]]).T, np.array(a["y"]), rcond=None)[0]
+        combined = coef[1] * np.array(b["x"]) + coef[2] * np.array(b["d"])
+        out[target] = {"weight_spread": float(coef[2] / coef[1]) if coef[1] else float("nan"),
+                       "with_spread": spearman(combined, b["y"]), "reference": spearman(b["x"], b["y"])}
+    return out
+
+
+# --- design selection ---------------------------------------------------------------------------
+
+def select_design(records: list[dict]) -> tuple[tuple[float, float, float], list[dict]]:
+    """The design values chosen on design + selection records only (module docstring: the rule).
+    Returns ((fraction, high, medium), the grid's rows). Untouched records are never read: they
+    are filtered out before any of their fields is looked at."""
+    recs = [r for r in records if r["part"] in CHOOSING_PARTS]
+    if not recs:
+        raise ValueError("no design or selection records to choose on")
+    shipped = (sweep.PASS_FRACTION, risk.HIGH_BELOW, risk.MEDIUM_BELOW)
+    rows = []
+    fraction_score = {}
+    for f in FRACTIONS:
+        if not all(str(f) in r["scores"] for r in recs):
+            continue
+        ok = [r for r in recs if not r["scores"][str(f)]["refused"]]
+        sp = [rank_metrics([headroom_score(r["scores"][str(f)], t) for r in ok],
+                           [r["truth"]["drop"][t] for r in ok])[0] for t in TARGETS]
+        fraction_score[f] = float(np.nanmean(sp))
+        for h, m in THRESHOLDS:
+            verdicts = [classify(r["scores"][str(f)], h, m) for r in ok]
+            classed = [(CLASS[v], r["truth"]["drop"]["all"]) for v, r in zip(verdicts, ok) if v in CLASS]
+            tau = kendall(*zip(*classed)) if len(classed) > 2 else float("nan")
+            rows.append({"fraction": f, "high": h, "medium": m, "spearman": fraction_score[f], "per_target": sp,
+                         "classes": len({v for v in verdicts if v in CLASS}), "kendall": tau,
+                         "counts": {v: verdicts.count(v) for v in ("high", "medium", "low", "unknown")},
+                         "refused": len(recs) - len(ok)})
+    if not fraction_score:
+        raise ValueError("no pass fraction was run on every design/selection policy")
+    best = max(fraction_score.values())
+    tied = [f for f, v in fraction_score.items() if v >= best - TIE]
+    fraction = shipped[0] if shipped[0] in tied else max(tied, key=fraction_score.get)
+    cands = [r for r in rows if r["fraction"] == fraction]
+    top = max(min(r["classes"], 3) for r in cands)
+    cands = [r for r in cands if min(r["classes"], 3) == top]
+    best_tau = max(np.nan_to_num(r["kendall"], nan=-2) for r in cands)
+    tied = [r for r in cands if np.nan_to_num(r["kendall"], nan=-2) >= best_tau - TIE]
+    pick = min(tied, key=lambda r: (abs(np.log(r["high"] / shipped[1])) + abs(np.log(r["medium"] / shipped[2]))))
+    return (fraction, pick["high"], pick["medium"]), rows
+
+
+# --- output -------------------------------------------------------------------------------------
+
+def _f(x, fmt=".2f") -> str:
+    return "—" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def tables(results: dict, grid: list[dict], chosen, transfer: dict) -> str:
+    parts = [p for p in PARTS if p in results]
+    fr, hi, me = chosen
+    lines = [f"Design chosen on design + selection: pass fraction {fr:g}, high below {hi:g}, medium below {me:g} "
+             f"(shipped: {sweep.PASS_FRACTION:g}, {risk.HIGH_BELOW:g}, {risk.MEDIUM_BELOW:g}).", "",
+             "Policies, refused by the harness check (no verdict, not ranked), verdict classes, Kendall tau of class "
+             "(low < medium < high) against the all-gaps true drop:", "",
+             "| part | policies | refused | high / medium / low / unknown | Kendall tau |", "|---|---|---|---|---|"]
+    for p in parts:
+        r = results[p]
+        v = r["verdicts"]
+        lines.append(f"| {p} | {r['n']} | {len(r['refused'])} | {v['high']} / {v['medium']} / {v['low']} / "
+                     f"{v['unknown']} | {_f(r['kendall'])} |")
+    lines += ["", "Spearman / MMRV against the true drop (a family's headroom against its own reality; the least "
+              "headroom, and each baseline's aggregate, against the all-gaps reality):", "",
+              "| target | predictor | " + " | ".join(parts) + " |", "|---|---|" + "---|" * len(parts)]
+    for t in TARGETS:
+        for name in results[parts[0]]["metrics"][t]:
+            cells = [f"{_f(results[p]['metrics'][t][name][0])} / {_f(results[p]['metrics'][t][name][1], '.3f')}"
+                     for p in parts]
+            lines.append(f"| {t} | {name} | " + " | ".join(cells) + " |")
+    lines += ["", "Engine disagreement (spread of the mujoco and pybullet margins) beyond the reference engine's sweeps: "
+              "Spearman of the reference's negated headroom, of the spread alone, and the partial Spearman of the "
+              "spread given the reference headroom (rank residuals):", "",
+              "| target | " + " | ".join(f"{p}: ref / spread / partial" for p in parts) + " |",
+              "|---|" + "---|" * len(parts)]
+    for t in TARGETS:
+        cells = []
+        for p in parts:
+            d = results[p]["disagreement"].get(t, {})
+            cells.append(" / ".join(_f(d.get(k)) for k in ("reference", "spread", "partial")) + f" (n {d.get('n', 0)})")
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    if transfer:
+        lines += ["", "Rank regression (true drop ~ reference headroom + spread) fitted on design + selection, "
+                  "applied to untouched: Spearman with the spread vs the reference headroom alone:", "",
+                  "| target | weight on spread (per unit of headroom) | with spread | reference alone |", "|---|---|---|---|"]
+        for t, d in transfer.items():
+            lines.append(f"| {t} | {_f(d['weight_spread'])} | {_f(d['with_spread'])} | {_f(d['reference'])} |")
+    lines += ["", "Design grid (design + selection only; mean Spearman over the four targets; classes and tau with "
+              "those thresholds):", "", "| pass fraction | high below | medium below | mean Spearman | "
+              "high / medium / low / unknown | Kendall tau |", "|---|---|---|---|---|---|"]
+    for r in grid:
+        c = r["counts"]
+        mark = " **chosen**" if (r["fraction"], r["high"], r["medium"]) == tuple(chosen) else ""
+        lines.append(f"| {r['fraction']:g} | {r['high']:g} | {r['medium']:g} | {_f(r['spearman'])} | {c['high']} / "
+                     f"{c['medium']} / {c['low']} / {c['unknown']} | {_f(r['kendall'])}{mark} |")
     return "\n".join(lines)
 
 
-def table(records: list[dict], engines: tuple[str, ...]) -> tuple[str, dict]:
-    preds = [predictors(r, engines) for r in records]
-    rng = np.random.default_rng(0)
-    lines, numbers = [], {}
-    lines.append("| target reality | predictor | Spearman | Pearson | MMRV |")
-    lines.append("|---|---|---|---|---|")
-    for fam in [*FAMILIES, "all"]:
-        truth = np.array([r["truth"][fam] for r in records])
-        names = list(preds[0][fam]) + ["baseline: random score"]
-        for name in names:
-            s = rng.uniform(size=len(records)) if name.endswith("random score") else np.array([p[fam][name] for p in preds])
-            row = (spearman(s, truth), pearson(s, truth), mmrv(s, truth))
-            numbers[f"{fam}/{name}"] = row
-            label = ("aggregate" if fam == "all" else f"{fam} component") if name == "profile" else name
-            lines.append(f"| {fam} | {label} | {row[0]:.2f} | {row[1]:.2f} | {row[2]:.3f} |")
-    fams = [*FAMILIES, "all"]
-    lines += ["", "Spearman between the realities' true drops (how differently they rank the policies):", "",
-              "| | " + " | ".join(fams) + " |", "|---" * (len(fams) + 1) + "|"]
-    for a in fams:
-        ta = [r["truth"][a] for r in records]
-        lines.append(f"| {a} | " + " | ".join(f"{spearman(ta, [r['truth'][b] for r in records]):.2f}" for b in fams) + " |")
-    return "\n".join(lines), numbers
+def per_policy(results: dict) -> str:
+    lines = ["| part | policy | verdict | headroom act / tim / con | true drop act / tim / con / all |",
+             "|---|---|---|---|---|"]
+    for p, r in results.items():
+        for x in r["per_policy"]:
+            h = " / ".join(_f(x["headroom"][f]) for f in FAMILIES)
+            t = " / ".join(_f(x["truth"][f]) for f in TARGETS)
+            lines.append(f"| {p} | {x['name']} | {x['verdict']} | {h} | {t} |")
+        for name in r["refused"]:
+            lines.append(f"| {p} | {name} | refused (harness check) | — | — |")
+    return "\n".join(lines)
 
 
 def main() -> None:
+    start = time.time()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--episodes", type=int, default=5)
+    ap.add_argument("--episodes", type=int, default=5, help="nominal episodes per engine, and reality episodes")
+    ap.add_argument("--sweep-episodes", type=int, default=3)
     ap.add_argument("--engines", default="mujoco,pybullet")
+    ap.add_argument("--population", default=None, help="folder of bench/train_population.py's policies")
+    ap.add_argument("--only", default=None, help="comma-separated policy names (debugging; no docs write)")
+    ap.add_argument("--selection-only", action="store_true", help="choose the design; do not score untouched")
     ap.add_argument("--no-write", action="store_true")
-    ap.add_argument("--cached-only", action="store_true", help="tabulate the policies already evaluated, run nothing")
     args = ap.parse_args()
     engines = tuple(args.engines.split(","))
-    cards = population_cards()
-    records = []
-    for k, card in enumerate(cards):
-        if args.cached_only and not (CACHE / f"{load_card(card).name}-{_key(card, engines, args.episodes)}.json").exists():
-            continue
-        rec = evaluate(card, engines, args.episodes)
-        records.append(rec)
-        print(f"[{k + 1}/{len(cards)}] {rec['name']:<34} sim {rec['sim_return']:8.1f}  verdict {rec['risk']['verdict']:<8}"
-              f" aggregate {rec['risk']['aggregate']['drop']:.2f}  true(all) {rec['truth']['all']:.2f}", flush=True)
-    text, numbers = table(records, engines)
-    text += "\n\n" + split_check(records, engines)
-    cmd = " ".join(["make validate", *(["ARGS=\"" + " ".join(sys.argv[1:]) + "\""] if sys.argv[1:] else [])])
-    per_policy = ["", "| policy | verdict | " + " | ".join(f"{f} pred / true" for f in [*FAMILIES, "all"]) + " |",
-                  "|---|---|" + "---|" * (len(FAMILIES) + 1)]
-    for r in records:
-        comp = r["risk"]["components"]
-        cells = [f"{comp[f]['drop_at_gap']:.2f} / {r['truth'][f]:.2f}" for f in FAMILIES]
-        cells.append(f"{r['risk']['aggregate']['drop']:.2f} / {r['truth']['all']:.2f}")
-        per_policy.append(f"| {r['name']} | {r['risk']['verdict']} | " + " | ".join(cells) + " |")
-    block = (f"{BEGIN}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: {len(records)} policies, "
-             f"{args.episodes} episodes per engine and condition, engines {', '.join(engines)}.\n\n{text}\n"
-             + "\n".join(per_policy) + f"\n{END}")
-    print(text)
+    entries = vp.population(args.population)
+    if args.only:
+        entries = [e for e in entries if e.name in args.only.split(",")]
+    missing = vp.missing_trained(args.population)
+    if missing:
+        print(f"not trained yet (bench/train_population.py): {', '.join(missing)}")
+    kw = dict(engines=engines, episodes=args.episodes, sweep_episodes=args.sweep_episodes)
+
+    def evaluate(e: vp.Entry, fractions) -> dict:
+        rec = {"name": e.name, "part": e.part, "task": e.task, "truth": vp.truth(e, args.episodes), "scores": {}}
+        rows = vp.run(e, fraction=sweep.PASS_FRACTION, **kw)
+        for f in fractions:
+            rec["scores"][str(f)] = score(rows, e.card, f)
+        s = rec["scores"][str(sweep.PASS_FRACTION if str(sweep.PASS_FRACTION) in rec["scores"] else fractions[0])]
+        print(f"  {e.part:<9} {e.name:<30} {s['verdict']:<16} " + (
+            "" if s["refused"] else "headroom " + " ".join(_f(s["headroom"][f]) for f in FAMILIES)), flush=True)
+        return rec
+
+    choosing = [evaluate(e, FRACTIONS) for e in entries if e.part in CHOOSING_PARTS]
+    chosen, grid = select_design(choosing)
+    shipped = (sweep.PASS_FRACTION, risk.HIGH_BELOW, risk.MEDIUM_BELOW)
+    print(f"design chosen on design + selection: pass fraction {chosen[0]:g}, high below {chosen[1]:g}, "
+          f"medium below {chosen[2]:g}; shipped {shipped[0]:g}, {shipped[1]:g}, {shipped[2]:g}")
+    results = {p: part_metrics([r for r in choosing if r["part"] == p], chosen[0], *chosen[1:])
+               for p in CHOOSING_PARTS if any(r["part"] == p for r in choosing)}
+    untouched = []
+    if tuple(chosen) != shipped:
+        print("the chosen design differs from the shipped one: change the shipped values in a commit, then rerun; "
+              "the untouched part is not scored with a design that is not shipped")
+    elif not args.selection_only:
+        print(f"untouched part, held-out realities sealed in {vp.sealed()}")
+        untouched = [evaluate(e, (chosen[0],)) for e in entries if e.part == "untouched"]
+        if untouched:
+            results["untouched"] = part_metrics(untouched, *chosen)
+    transfer = {}
+    if "untouched" in results:
+        fit = disagreement([r for r in choosing], chosen[0])
+        transfer = regression_transfer(fit, results["untouched"]["disagreement"])
+    text = tables(results, grid, chosen, transfer)
+    wall = time.time() - start
+    print(text + "\n\n" + per_policy(results) + f"\n\ntotal wall time {wall / 60:.1f} min")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
-    (out / "validate_risk.json").write_text(json.dumps({"records": records, "metrics": numbers}, indent=1))
-    if not args.no_write and DOC.exists():
-        doc = DOC.read_text()
-        if BEGIN in doc and END in doc:
-            DOC.write_text(doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):])
+    (out / "validate_risk.json").write_text(json.dumps({"chosen": chosen, "grid": grid, "results": results,
+                                                        "transfer": transfer, "wall_s": wall}, indent=1, default=str))
+    if args.no_write or args.only or "untouched" not in results:
+        return
+    cmd = "make validate" + (f" ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else "")
+    block = (f"{BEGIN}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: engines {', '.join(engines)}; "
+             f"{args.episodes} nominal episodes per engine, {args.sweep_episodes} per visited rung, "
+             f"{args.episodes} per reality; held-out realities sealed in {vp.sealed()}; "
+             f"{wall / 60:.0f} min wall on this 2-core machine (population trained, caches cold).\n\n"
+             f"{text}\n\n{per_policy(results)}\n{END}")
+    doc = DOC.read_text()
+    if BEGIN in doc and END in doc:
+        DOC.write_text(doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,176 @@
+"""The validation population of `make validate` (bench/validate_risk.py), its three parts, and
+the cached runs each policy needs: crossval rows (per pass fraction) and true drops in realities.
+
+Parts, never mixed:
+- ``design``: the RL-Zoo Hopper/HalfCheetah agents (tests/cards/zoo, weights in
+  ../shared/fixtures) and the project's policies/hopper-*: the population earlier designs and the
+  pilot looked at. Realities: bench/realities.py.
+- ``selection``: the ``selection`` split of bench/train_population.py (Hopper, HalfCheetah PPO),
+  trained after the dose-response design was written. Realities: bench/realities.py.
+- ``untouched``: the ``untouched`` split (Walker2d-v4, Ant-v4). Realities: the sealed
+  bench/realities_heldout.py, mechanisms neither the sweeps nor the other realities use.
+
+Design values are chosen on design + selection only; the untouched part is scored with the frozen
+design. Results are cached per policy under .cache/validation/ (keys: the card, the policy file,
+the episode counts and the source that makes the rows), so a rerun recomputes only the scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import realities  # noqa: E402
+import realities_heldout  # noqa: E402
+from train_population import population as trained_population  # noqa: E402
+
+CACHE = ROOT / ".cache" / "validation"
+PARTS = ("design", "selection", "untouched")
+CHOOSING_PARTS = ("design", "selection")
+"""The parts design values may be chosen on."""
+FAMILIES = ("actuation", "timing", "contact")
+TARGETS = (*FAMILIES, "all")
+
+SEALED = "bench/realities_heldout.py"
+
+
+def sealed() -> str:
+    """The commit that sealed the held-out realities (its message says SEALED), and whether the
+    file changed after it (the untouched part must be scored in the sealed realities)."""
+    import subprocess
+
+    def log(*extra):
+        out = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%h", *extra, "--", SEALED],
+                             capture_output=True, text=True)
+        return out.stdout.split()
+
+    seal, every = log("--grep=SEALED"), log()
+    if not seal:
+        return "not sealed in git"
+    dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", SEALED]).returncode
+    changed = every[0] != seal[-1] or dirty
+    return f"{seal[-1]}" + (" (CHANGED since: the untouched numbers are not a held-out test)" if changed else "")
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    card: Path
+    part: str
+    task: str
+
+
+def population(pop_dir: Path | None = None) -> list[Entry]:
+    """Every policy of the three parts that exists here (the zoo needs ../shared/fixtures; the
+    trained ones need bench/train_population.py to have run: missing ones are listed by the caller)."""
+    from crosssim.card import load_card
+
+    pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
+    out = []
+    if (ROOT.parent / "shared" / "fixtures").is_dir():
+        cards = sorted((ROOT / "tests" / "cards" / "zoo").glob("*.yaml"))
+    else:
+        cards = []
+    cards += sorted((ROOT / "policies").glob("hopper-*/card.yaml"))
+    for path in cards:
+        card = load_card(path)
+        out.append(Entry(card.name, path, "design", _task(card.task)))
+    for spec in trained_population():
+        path = pop_dir / spec["name"] / "card.yaml"
+        if path.exists():
+            out.append(Entry(spec["name"], path, spec["split"], spec["task"]))
+    return out
+
+
+def missing_trained(pop_dir: Path | None = None) -> list[str]:
+    pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
+    return [s["name"] for s in trained_population() if not (pop_dir / s["name"] / "card.yaml").exists()]
+
+
+def _task(name: str) -> str:
+    return name.split("-v")[0]
+
+
+def realities_of(part: str):
+    """(module, realities, nominal reality) a part's true drops come from."""
+    if part == "untouched":
+        return realities_heldout, realities_heldout.REALITIES, realities_heldout.NOMINAL
+    return realities, realities.REALITIES, realities.Reality("nominal", "none")
+
+
+def _digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _policy_key(entry: Entry) -> hashlib._Hash:
+    """The card and every file beside its policy (weights, normalisation statistics)."""
+    from crosssim.card import load_card
+    from crosssim.runner.inputs import path_digest
+
+    card = load_card(entry.card)
+    return hashlib.sha256(entry.card.read_bytes() + path_digest(card.policy_file.parent).encode())
+
+
+SRC = ROOT / "src" / "crosssim"
+ROW_SOURCES = (SRC / "sweep.py", SRC / "perturb.py", SRC / "variant.py", SRC / "runner", SRC / "engines",
+               SRC / "tasks", SRC / "actuation.py")
+"""Source that makes crossval's rows: a change reruns the crossvals (crosssim's row cache then
+still skips every episode whose inputs are unchanged)."""
+
+
+def truth(entry: Entry, episodes: int) -> dict:
+    """True drop per family in the part's realities: 1 - mean reality return / mean nominal return,
+    clipped to [0, 1], both from the same loop (bench/realities*.py) over seeds 0..episodes-1."""
+    from crosssim.card import load_card
+    from crosssim.policies import load_policy
+    from crosssim.runner.rollout import Harness
+
+    module, reals, nominal = realities_of(entry.part)
+    h = _policy_key(entry)
+    h.update(f"truth{episodes}".encode() + _digest(Path(module.__file__), SRC / "tasks", SRC / "engines").encode())
+    path = CACHE / "truth" / f"{entry.name}-{h.hexdigest()[:16]}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    card = load_card(entry.card)
+    harness = Harness.from_card(card)
+    policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=True)
+    run = module.run_heldout if entry.part == "untouched" else module.run_reality
+    seeds = range(episodes)
+    base = float(np.mean(run(harness, policy, nominal, episode_seeds=seeds)))
+    returns = {r.family: float(np.mean(run(harness, policy, r, episode_seeds=seeds))) for r in reals}
+    drops = {f: float(np.clip((base - v) / max(abs(base), 1e-9), 0.0, 1.0)) for f, v in returns.items()}
+    out = {"nominal_return": base, "reality_return": returns, "drop": drops,
+           "realities": [r.name for r in reals]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    return out
+
+
+def run(entry: Entry, *, fraction: float, engines: tuple[str, ...], episodes: int, sweep_episodes: int) -> Path:
+    """crossval rows (results.parquet) of ``entry`` at pass fraction ``fraction`` (the fraction
+    decides which rungs the bisection visits); cached. Engines run in this process (``inline``:
+    a worker's start-up under load cost more than its episodes)."""
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
+
+    h = _policy_key(entry)
+    h.update(f"{engines}{episodes}{sweep_episodes}{fraction}".encode() + _digest(*ROW_SOURCES).encode())
+    out = CACHE / "runs" / f"{entry.name}-f{fraction:g}-{h.hexdigest()[:16]}"
+    rows = out / "results.parquet"
+    if not rows.exists():
+        crossval(CrossvalConfig(policy=str(entry.card), engines=engines, episodes=episodes,
+                                sweep_episodes=sweep_episodes, pass_fraction=fraction, out=str(out), report=False,
+                                record=False, workers=1, trust_policy_code=True, seed=0, inline=True))
+    return rows
