@@ -56,8 +56,8 @@ def sealed() -> str:
     if not seal:
         return "not sealed in git"
     dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", SEALED]).returncode
-    changed = every[0] != seal[-1] or dirty
-    return f"{seal[-1]}" + (" (CHANGED since: the untouched numbers are not a held-out test)" if changed else "")
+    changed = every[0] != seal[0] or dirty  # the newest seal must be the file's last change
+    return f"{seal[0]}" + (" (CHANGED since: the untouched numbers are not a held-out test)" if changed else "")
 
 
 @dataclass(frozen=True)
