@@ -12,7 +12,8 @@ import yaml
 from conftest import CARDS, ROOT
 from crosssim.card import load_card
 from crosssim.errors import CardError
-from crosssim.families import PUSH_DV, ladders_for, opt_in_ladders
+from crosssim.families import PUSH_DV, opt_in_ladders
+from crosssim.runner.ladders import ladders_for
 from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
 from crosssim.runner.harness import Harness

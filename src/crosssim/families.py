@@ -74,22 +74,3 @@ def opt_in_ladders(deployment: dict | None, total_mass=None, where="card") -> di
         out[f"noise:{term}"] = Ladder(f"noise:{term}", LEVELS, ((TERM_NOISE + term, stds),),
                                       f"noise on {term} (std {stds[0]:.3g} to {stds[-1]:.3g}, term units)")
     return out
-
-
-def ladders_for(card, harness=None) -> dict[str, Ladder]:
-    """The default ladders (crosssim.sweep.LADDERS) and the card's opt-in ones. ``harness``: the
-    card's (built here only when a push family needs the robot's mass)."""
-    from crosssim import sweep
-
-    def mass() -> float:
-        nonlocal harness
-        if harness is None:
-            from crosssim.runner.harness import Harness
-
-            harness = Harness.from_card(card)
-        if not harness.canonical.free_base:
-            raise CardError(f"{card.path}: the push family needs a free-joint base; {harness.scene.name}'s base is "
-                            "fixed: remove deployment.push (or push from deployment.margins)")
-        return harness.canonical.total_mass
-
-    return {**sweep.LADDERS, **opt_in_ladders(getattr(card, "deployment", None), mass, getattr(card, "path", "card"))}

@@ -167,7 +167,7 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 50
     mismatch it holds no risk numbers."""
     from crosssim.deployment import deployment_gap, gap_dict
 
-    from crosssim.families import ladders_for
+    from crosssim.runner.ladders import ladders_for
 
     ladders = ladders or ladders_for(card)
     task = task or task_of(card)

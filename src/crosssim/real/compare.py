@@ -15,7 +15,7 @@ import numpy as np
 
 from crosssim.errors import CrossSimError
 from crosssim.real.logs import RealLog
-from crosssim.real.start import initial_state  # noqa: F401  (re-exported: calibration, tests)
+from crosssim.real.start import first_call_time, initial_state  # noqa: F401  (re-exported: calibration, tests)
 
 MISSING_PENALTY = 1.0
 """Residual [rad] for a logged sample the simulation did not reach (diverged or failed)."""
@@ -120,12 +120,6 @@ def simulate(sim, harness, log: RealLog, *, policy=None, segment: int | None = N
     except Exception as exc:  # an engine blowing up must not lose the other logs
         failure = f"{type(exc).__name__}: {str(exc)[:300]}"
     return Trace(q, quat, starts, max(ended, 1), failure, terminated or fell is not None, fell)
-
-
-def first_call_time(harness) -> float:
-    """Time [s] of a log's first row (the first policy call) on the robot's clock since reset: one
-    control period with the card's ``first_call: after_one_period``, else 0."""
-    return harness.control_dt if harness.first_call == "after_one_period" else 0.0
 
 
 def quat_angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:

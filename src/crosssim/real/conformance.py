@@ -94,7 +94,7 @@ def rebuild(harness, log: RealLog) -> tuple[list[str], list[np.ndarray], list[np
     clip = card.action.clip if card is not None else None
     actions = log.action if clip is None else np.clip(log.action, *clip)
     before = log.previous_action if clip is None else np.clip(log.previous_action, *clip)
-    from crosssim.real.compare import first_call_time
+    from crosssim.real.start import first_call_time
 
     t0 = first_call_time(harness)  # row 0 is the first call: one period after reset (card first_call)
     task_state = harness.task.reset(_frame(log, harness, 0, t0))  # the card's command, where the log has none

@@ -100,3 +100,9 @@ def initial_state(log, harness, k: int = 0) -> InitialState:
         if log.pos is None:
             qpos[2] = standing_height(harness.scene, qpos)
     return InitialState(qpos, qvel)
+
+
+def first_call_time(harness) -> float:
+    """Time [s] of a log's first row (the first policy call) on the robot's clock since reset: one
+    control period with the card's ``first_call: after_one_period``, else 0."""
+    return harness.control_dt if harness.first_call == "after_one_period" else 0.0

@@ -169,7 +169,7 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     from crosssim.policies.load import prestart
     from crosssim.policies.sandbox import set_memory_limit
     from crosssim.profiles import load_profile
-    from crosssim.families import ladders_for
+    from crosssim.runner.ladders import ladders_for
 
     requested_steps = config.max_steps
     config = quick_config(config)
