@@ -246,7 +246,7 @@ def select_design(records: list[dict]) -> tuple[tuple[float, float, float], list
         ok = [r for r in recs if not r["scores"][str(f)]["refused"]]
         sp = [rank_metrics([headroom_score(r["scores"][str(f)], t) for r in ok],
                            [r["truth"]["drop"][t] for r in ok])[0] for t in TARGETS]
-        fraction_score[f] = float(np.nanmean(sp))
+        fraction_score[f] = float(np.nanmean(sp)) if np.isfinite(sp).any() else -np.inf  # too few to rank
         for h, m in THRESHOLDS:
             verdicts = [classify(r["scores"][str(f)], h, m) for r in ok]
             classed = [(CLASS[v], r["truth"]["drop"]["all"]) for v, r in zip(verdicts, ok) if v in CLASS]
