@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from crosssim.profiles import load_profile
+from helpers.rowwise_policy import RowwisePolicy
 from crosssim.runner.batched import can_batch, run_episodes_lockstep
 from crosssim.runner.harness import Harness
 from crosssim.runner.rollout import run_episode
@@ -16,22 +17,8 @@ AMPS = (0.0, 0.1, 0.3, 1.0)
 """One action scale per episode: Hopper hops, stumbles or falls at its own step."""
 
 
-class _Rowwise:
-    """A memoryless batchable policy whose rows never mix: a batch and a row alone give the same
-    actions bit for bit, so any difference between the paths is the engine's."""
-
-    batchable, obs_size, action_size = True, 11, 3
-
-    def __init__(self, amps):
-        self.amps = np.asarray(amps, dtype=float)
-
-    def reset(self):
-        pass
-
-    def act(self, obs):
-        obs = np.atleast_2d(obs)
-        out = self.amps[:len(obs), None] * np.sin(2.0 * obs[:, 2:5] + obs[:, 5:8])
-        return out if len(out) > 1 else out[0]
+def _Rowwise(amps):
+    return RowwisePolicy(amps, obs_size=11, pos=slice(2, 5), phase=slice(5, 8), gain=2.0)
 
 
 def _both(engine: str, steps: int = 200):

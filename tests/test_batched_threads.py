@@ -7,6 +7,7 @@ import pytest
 
 from conftest import CARDS, requires_fixtures
 from crosssim.card import load_card
+from helpers.rowwise_policy import RowwisePolicy
 from crosssim.runner.batched import physics_threads, run_episodes_lockstep
 from crosssim.runner.harness import Harness
 from crosssim.runner.rollout import run_episode
@@ -20,22 +21,8 @@ AMPS = (0.0, 3.0, 6.0, 12.0, 1e30)
 one's targets saturate the torque limit (MuJoCo would zero a ctrl above 1e10)."""
 
 
-class _Shaky:
-    """A memoryless batchable policy: each row's action depends only on its own observation and
-    its own amplitude, so a batch and a row alone give the same actions bit for bit."""
-
-    batchable, obs_size, action_size = True, 47, 12
-
-    def __init__(self, amps):
-        self.amps = np.asarray(amps, dtype=float)
-
-    def reset(self):
-        pass
-
-    def act(self, obs):
-        obs = np.atleast_2d(obs)
-        out = self.amps[:len(obs), None] * np.sin(3.0 * obs[:, 9:21] + obs[:, 45:46])
-        return out if len(out) > 1 else out[0]
+def _Shaky(amps):
+    return RowwisePolicy(amps, obs_size=47, pos=slice(9, 21), phase=slice(45, 46), gain=3.0)
 
 
 @pytest.fixture(scope="module")
