@@ -3,7 +3,6 @@ world of its own), so a batch gives the same rows as one episode at a time, bit 
 policy's rows do not depend on each other; engines that swap one world per state switch
 (PyBullet, Newton) run one at a time."""
 
-import numpy as np
 import pytest
 
 from crosssim.profiles import load_profile

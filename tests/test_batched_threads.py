@@ -2,7 +2,6 @@
 GIL in mj_step): the same rows as one thread bit for bit, and as one episode at a time within the
 native PD law's last bits, episodes ending at their own steps."""
 
-import numpy as np
 import pytest
 
 from conftest import CARDS, requires_fixtures
