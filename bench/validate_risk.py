@@ -23,7 +23,7 @@
    engine's sweeps (partial Spearman; a rank regression fitted on design + selection, applied to
    untouched). The tables go to docs/risk.md between the markers; total wall time is printed.
 
-    .venv/bin/python bench/validate_risk.py [--episodes 5] [--sweep-episodes 3] [--selection-only] [--no-write]
+    .venv/bin/python bench/validate_risk.py [--episodes 5] [--sweep-episodes 3] [--selection-only] [--hold-fraction] [--no-write]
 """
 
 from __future__ import annotations
@@ -230,10 +230,12 @@ def regression_transfer(fit: dict, test: dict) -> dict:
 
 # --- design selection ---------------------------------------------------------------------------
 
-def select_design(records: list[dict]) -> tuple[tuple[float, float, float], list[dict]]:
+def select_design(records: list[dict], hold_fraction: float | None = None) -> tuple[tuple[float, float, float], list[dict]]:
     """The design values chosen on design + selection records only (module docstring: the rule).
     Returns ((fraction, high, medium), the grid's rows). Untouched records are never read: they
-    are filtered out before any of their fields is looked at."""
+    are filtered out before any of their fields is looked at. ``hold_fraction``: the pass fraction
+    is held at this value (``--hold-fraction``) instead of the rule's; the thresholds are still chosen by
+    the rule at it."""
     recs = [r for r in records if r["part"] in CHOOSING_PARTS]
     if not recs:
         raise ValueError("no design or selection records to choose on")
@@ -260,6 +262,8 @@ def select_design(records: list[dict]) -> tuple[tuple[float, float, float], list
     best = max(fraction_score.values())
     tied = [f for f, v in fraction_score.items() if v >= best - TIE]
     fraction = shipped[0] if shipped[0] in tied else max(tied, key=fraction_score.get)
+    if hold_fraction is not None:
+        fraction = hold_fraction
     cands = [r for r in rows if r["fraction"] == fraction]
     top = max(min(r["classes"], 3) for r in cands)
     cands = [r for r in cands if min(r["classes"], 3) == top]
@@ -275,11 +279,14 @@ def _f(x, fmt=".2f") -> str:
     return "—" if x is None or not np.isfinite(x) else format(x, fmt)
 
 
-def tables(results: dict, grid: list[dict], chosen, transfer: dict) -> str:
+def tables(results: dict, grid: list[dict], chosen, transfer: dict, preferred=None) -> str:
     parts = [p for p in PARTS if p in results]
     fr, hi, me = chosen
+    held = (f" The rule preferred pass fraction {preferred[0]:g} (its margins read from the rungs a "
+            f"{sweep.PASS_FRACTION:g} bisection visited); the fraction was held at the shipped {fr:g} "
+            "(--hold-fraction) and the thresholds chosen by the rule at it.") if preferred and preferred[0] != fr else ""
     lines = [f"Design chosen on design + selection: pass fraction {fr:g}, high below {hi:g}, medium below {me:g} "
-             f"(shipped: {sweep.PASS_FRACTION:g}, {risk.HIGH_BELOW:g}, {risk.MEDIUM_BELOW:g}).", "",
+             f"(shipped: {sweep.PASS_FRACTION:g}, {risk.HIGH_BELOW:g}, {risk.MEDIUM_BELOW:g}).{held}", "",
              "Policies, refused by the harness check (no verdict, not ranked), verdict classes, Kendall tau of class "
              "(low < medium < high) against the all-gaps true drop:", "",
              "| part | policies | refused | high / medium / low / unknown | Kendall tau |", "|---|---|---|---|---|"]
@@ -346,6 +353,9 @@ def main() -> None:
     ap.add_argument("--population", default=None, help="folder of bench/train_population.py's policies")
     ap.add_argument("--only", default=None, help="comma-separated policy names (debugging; no docs write)")
     ap.add_argument("--selection-only", action="store_true", help="choose the design; do not score untouched")
+    ap.add_argument("--hold-fraction", action="store_true",
+                    help="hold the pass fraction at the shipped value (the rule's own preference is printed and written); "
+                         "for when rerunning every crossval at another fraction does not fit")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     engines = tuple(args.engines.split(","))
@@ -368,7 +378,10 @@ def main() -> None:
         return rec
 
     choosing = [evaluate(e, FRACTIONS) for e in entries if e.part in CHOOSING_PARTS]
-    chosen, grid = select_design(choosing)
+    preferred, grid = select_design(choosing)
+    chosen = select_design(choosing, sweep.PASS_FRACTION)[0] if args.hold_fraction else preferred
+    if preferred[0] != chosen[0]:
+        print(f"the rule prefers pass fraction {preferred[0]:g}; held at the shipped {chosen[0]:g} (--hold-fraction)")
     shipped = (sweep.PASS_FRACTION, risk.HIGH_BELOW, risk.MEDIUM_BELOW)
     print(f"design chosen on design + selection: pass fraction {chosen[0]:g}, high below {chosen[1]:g}, "
           f"medium below {chosen[2]:g}; shipped {shipped[0]:g}, {shipped[1]:g}, {shipped[2]:g}")
@@ -387,7 +400,7 @@ def main() -> None:
     if "untouched" in results:
         fit = disagreement([r for r in choosing], chosen[0])
         transfer = regression_transfer(fit, results["untouched"]["disagreement"])
-    text = tables(results, grid, chosen, transfer)
+    text = tables(results, grid, chosen, transfer, preferred)
     wall = time.time() - start
     print(text + "\n\n" + per_policy(results) + f"\n\ntotal wall time {wall / 60:.1f} min")
     out = ROOT / "bench" / "results"
