@@ -398,7 +398,7 @@ def main() -> None:
             results["untouched"] = part_metrics(untouched, *chosen)
     transfer = {}
     if "untouched" in results:
-        fit = disagreement([r for r in choosing], chosen[0])
+        fit = disagreement([r for r in choosing if not r["scores"][str(chosen[0])]["refused"]], chosen[0])
         transfer = regression_transfer(fit, results["untouched"]["disagreement"])
     text = tables(results, grid, chosen, transfer, preferred)
     wall = time.time() - start
@@ -413,7 +413,8 @@ def main() -> None:
     block = (f"{BEGIN}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: engines {', '.join(engines)}; "
              f"{args.episodes} nominal episodes per engine, {args.sweep_episodes} per visited rung, "
              f"{args.episodes} per reality; held-out realities sealed in {vp.sealed()}; "
-             f"{wall / 60:.0f} min wall on this 2-core machine (population trained, caches cold).\n\n"
+             f"{wall / 60:.1f} min wall for this invocation (crossvals and true drops cached in .cache/validation "
+             "are read back; a cold run takes hours here).\n\n"
              f"{text}\n\n{per_policy(results)}\n{END}")
     doc = DOC.read_text()
     if BEGIN in doc and END in doc:

@@ -57,7 +57,7 @@ def engine_weights(nominal: np.ndarray, ref: int) -> np.ndarray:
 
 def verdict_for(headroom: float | None, censored: bool = False) -> str:
     """The class of one headroom (margin / gap). A censored margin is a lower bound: its class is
-    the bound's, except that a bound below 1 says nothing ("unknown": the gap lies beyond the
+    the bound's, except that a bound below HIGH_BELOW says nothing ("unknown": the gap lies beyond the
     rungs tested)."""
     if headroom is None:
         return "low"  # no gap expected on this family
