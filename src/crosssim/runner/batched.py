@@ -12,10 +12,15 @@ With an engine whose states step in parallel (``parallel_states``: MuJoCo), each
 physics runs in a pool of threads, one task per episode, while this thread scores the episodes
 whose physics is done: each state is touched by one thread at a time and in the same order, so the
 rows are bit-identical to the same batch stepped in one thread.
+
+With an engine that runs a batch as the worlds of one model (``worlds``: Newton), the batch steps
+on ``worlds_model(model, n)``: every row's physics is planned (the engine records it) before any
+row is scored, and the first read steps all the worlds at once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -65,7 +70,14 @@ def run_episodes_lockstep(sim: Simulator, harness: Harness, policy: Policy, slot
     physics (``threads``; None: ``physics_threads``) are this module's own.
     """
     threads = physics_threads(sim.engine, len(slots)) if threads is None else threads
-    if threads > 1:
+    worlds = sim.engine.worlds_model(sim.model, len(slots)) if sim.engine.capabilities.worlds and slots else None
+    if worlds is not None:
+        try:
+            _lockstep(dataclasses.replace(sim, model=worlds), harness, policy, slots, batch_size, max_steps,
+                      record_episode, on_result, heartbeat, None)
+        finally:
+            sim.engine.close(worlds)
+    elif threads > 1:
         with ThreadPoolExecutor(threads, thread_name_prefix="crosssim-physics") as pool:
             _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool)
     else:
@@ -116,10 +128,18 @@ def _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode
             except Exception as exc:
                 alive.remove(row)
                 end([row], exc)
+        # Every row's physics is started (in the pool) or done (here) before any row is scored: an
+        # engine with worlds runs them all in one step at the first read.
         running = {row: pool.submit(episodes[row].physics) for row in alive} if pool is not None else {}
+        for row in list(alive) if pool is None else ():
+            try:
+                episodes[row].physics()
+            except Exception as exc:
+                alive.remove(row)
+                end([row], exc)
         for row in list(alive):  # in row order: scores overlap the other rows' physics in the pool
             try:
-                running[row].result() if pool is not None else episodes[row].physics()
+                running[row].result() if pool is not None else None
                 step = episodes[row].score()
                 accounts[row].add(episodes[row], step)
                 if step.terminated:

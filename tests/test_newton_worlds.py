@@ -1,0 +1,115 @@
+"""Newton lockstep batches as N worlds of one model (crosssim.engines.newton_worlds): every world's
+parameters are the single-world model's, and a batch gives the one-at-a-time rows.
+
+Measured (Hopper, 4 episodes of amplitudes 0 / 0.1 / 0.3 / 1.0, 200 control steps, seeds 30-33):
+returns, lengths, terminations and metrics of the batch equal one at a time bit for bit (the
+worlds of SolverMuJoCo on Warp's CPU device are independent and their kernels run each world's
+arithmetic in the same order), so the tolerances below are zero."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+if importlib.util.find_spec("newton") is None:
+    pytest.skip("newton is not installed (pip install 'crosssim[newton]')", allow_module_level=True)
+
+from crosssim.profiles import load_profile
+from crosssim.runner.batched import can_batch, run_episodes_lockstep
+from crosssim.runner.harness import Harness
+from crosssim.runner.rollout import run_episode
+from crosssim.runner.simulator import open_engine
+from helpers.rowwise_policy import RowwisePolicy
+
+AMPS = (0.0, 0.1, 0.3, 1.0)
+"""One action scale per episode: Hopper hops, stumbles or falls at its own step."""
+RETURN_TOL = 0.0
+"""Absolute tolerance on an episode's return: measured difference 0.0 (bit-identical)."""
+METRIC_TOL = 0.0
+"""Absolute tolerance on each metric: measured difference 0.0."""
+
+
+def _policy(amps):
+    return RowwisePolicy(amps, obs_size=11, pos=slice(2, 5), phase=slice(5, 8), gain=2.0)
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    harness = Harness.for_task("Hopper")
+    sim = open_engine(load_profile("newton-mujoco-warp"), harness.scene)
+    yield sim, harness
+    sim.close()
+
+
+def test_worlds_give_the_one_at_a_time_rows(hopper):
+    sim, harness = hopper
+    assert can_batch(sim.engine, _policy(AMPS)) and sim.engine.capabilities.worlds
+    batched = {}
+    run_episodes_lockstep(sim, harness, _policy(AMPS), [(k, k, 30 + k) for k in range(len(AMPS))],
+                          batch_size=len(AMPS), max_steps=200, on_result=lambda r: batched.__setitem__(r.episode, r))
+    alone = {k: run_episode(sim, harness, _policy([a]), episode=k, seed=30 + k, max_steps=200)
+             for k, a in enumerate(AMPS)}
+    assert len({r.length for r in alone.values()}) >= 3  # ended worlds sit beside running ones
+    for k, row in alone.items():
+        got = batched[k]
+        assert got.failure is None and row.failure is None, (got.failure, row.failure)
+        assert (got.length, got.terminated, got.termination_reason) == \
+            (row.length, row.terminated, row.termination_reason), k
+        assert abs(got.ret - row.ret) <= RETURN_TOL, (k, got.ret, row.ret)
+        assert got.metrics.keys() == row.metrics.keys()
+        for name, value in row.metrics.items():
+            assert abs(got.metrics[name] - value) <= METRIC_TOL or got.metrics[name] == value, (k, name)
+
+
+def test_every_world_holds_the_reconciled_parameters(hopper):
+    from crosssim.engines.newton_worlds import world_mismatches
+
+    sim, _ = hopper
+    worlds = sim.engine.worlds_model(sim.model, 3)
+    try:
+        assert world_mismatches(sim.model.nm, worlds.nm, 3) == []
+        for name in ("body_mass", "body_inertia", "joint_X_p", "joint_damping", "joint_armature", "shape_material_mu"):
+            one, many = getattr(sim.model.nm, name).numpy(), getattr(worlds.nm, name).numpy()
+            assert np.array_equal(many.reshape(3, *one.shape)[2], one), name
+        audit = {(r.quantity, r.item): r.status for r in sim.engine.audit(worlds)}
+        assert "MISMATCH" not in audit.values()
+    finally:
+        sim.engine.close(worlds)
+
+
+def test_a_replicated_model_without_reconciliation_is_refused(hopper, monkeypatch):
+    """The check is real: Newton's import alone (settotalmass ignored, D6 anchors) differs."""
+    from crosssim.engines import newton_worlds
+    from crosssim.errors import EngineFailure
+
+    sim, _ = hopper
+    monkeypatch.setattr(newton_worlds, "tile_parameters", lambda *a: None)
+    with pytest.raises(EngineFailure, match="worlds differ from the single-world model"):
+        sim.engine.worlds_model(sim.model, 2)
+
+
+def test_worlds_stepped_apart_match_the_single_model(hopper):
+    """Steps of different lengths, read in any order: each world moves by its own steps only."""
+    from crosssim.tasks import make_task
+
+    sim, harness = hopper
+    engine, rng = sim.engine, np.random.default_rng(5)
+    initial = [make_task("Hopper").initial_state(harness.canonical, np.random.default_rng(s)) for s in (1, 2)]
+    worlds = engine.worlds_model(sim.model, 2)
+    try:
+        a, b = (engine.reset(worlds, i) for i in initial)
+        ref = [engine.reset(sim.model, i) for i in initial]
+        for _ in range(5):
+            ta, tb = (np.r_[np.zeros(3), rng.normal(0, 20, 3)] for _ in "ab")  # the root's slides and hinge: none
+            engine.step(worlds, a, ta, 2)
+            engine.step(worlds, b, tb, 3)  # another number of steps: run apart, a kept still meanwhile
+            engine.step(sim.model, ref[0], ta, 2)
+            engine.step(sim.model, ref[1], tb, 3)
+            for got, want in ((b, ref[1]), (a, ref[0])):
+                fa, fb = engine.frame(worlds, got), engine.frame(sim.model, want)
+                assert fa.time == fb.time
+                np.testing.assert_array_equal(fa.qpos, fb.qpos)
+                np.testing.assert_array_equal(fa.qvel, fb.qvel)
+                np.testing.assert_array_equal(fa.base_pos, fb.base_pos)
+    finally:
+        engine.close(worlds)
