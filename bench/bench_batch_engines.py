@@ -5,9 +5,11 @@ in one process, the two paths interleaved (the host is shared: compare the ratio
         [--episodes 8] [--steps 200] [--repeat 2] [--fresh]
 
 Every engine is timed through ``run_episodes_lockstep`` whether or not it declares
-``concurrent_states`` (PyBullet and Newton keep interleaved states apart by swapping a snapshot or
-the solver's warm start per switch): what batching would gain or cost there, measured, and whether
-its rows equal the one-at-a-time ones.
+``concurrent_states`` (PyBullet keeps interleaved states apart by swapping a snapshot per switch):
+what batching would gain or cost there, measured, and whether its rows equal the one-at-a-time
+ones. Newton (``--engines newton-mujoco-warp``) runs the lockstep batch as N worlds of one model
+(crosssim.engines.newton_worlds); the lockstep time includes building that model (Newton's import,
+``replicate``, the solver, the graph capture), printed on its own as ``worlds model``.
 
 ``--bullet-world N`` measures what several robots in one PyBullet world could give at most: Bullet's
 own step (``stepSimulation``, no crosssim Python) for N Hoppers in one world, robot-robot contacts
@@ -126,12 +128,19 @@ def main(argv=None) -> None:
                 t = time.perf_counter()
                 rows[name] = run()
                 best[name] = min(best[name], time.perf_counter() - t)
+        build = ""
+        if opened.engine.capabilities.worlds:  # what the batch pays up front, included in its time
+            t = time.perf_counter()
+            worlds = opened.engine.worlds_model(opened.model, n)
+            build = f"; worlds model {time.perf_counter() - t:.2f} s" if worlds is not None else "; no worlds model"
+            if worlds is not None:
+                opened.engine.close(worlds)
         worst = max(abs(a.ret - b.ret) / max(abs(a.ret), 1e-12) for a, b in zip(rows["single"], rows["lockstep"]))
         lengths = all(a.length == b.length and a.failure == b.failure for a, b in zip(rows["single"], rows["lockstep"]))
         control_steps = sum(r.length for r in rows["single"])
         print(f"{engine:10s} one at a time {best['single']:6.2f} s  lockstep {best['lockstep']:6.2f} s  "
               f"speedup {best['single'] / best['lockstep']:4.2f}x  ({control_steps} control steps; returns within rel "
-              f"{worst:.1e}, same lengths and failures: {lengths})")
+              f"{worst:.1e}, same lengths and failures: {lengths}{build})")
         opened.close()
     print(f"load average at end {os.getloadavg()[0]:.1f}")
 
