@@ -61,6 +61,32 @@ def test_worlds_give_the_one_at_a_time_rows(hopper):
             assert abs(got.metrics[name] - value) <= METRIC_TOL or got.metrics[name] == value, (k, name)
 
 
+def test_a_delay_and_a_per_step_law_stay_in_lockstep(hopper, monkeypatch):
+    """A fractional action delay splits each control period into parts and a motor lag makes the
+    torque law stateful (one engine step call per physics step): the rows still equal one at a
+    time, and every round is one step of the whole model, not one per episode."""
+    from crosssim.perturb import Perturbation
+
+    nominal, harness = hopper
+    sim = open_engine(load_profile("newton-mujoco-warp"), harness.scene, Perturbation(action_delay=0.5, motor_lag=0.01))
+    built = []
+    make = sim.engine.worlds_model
+    monkeypatch.setattr(sim.engine, "worlds_model", lambda *a: built.append(make(*a)) or built[-1])
+    try:
+        batched = {}
+        run_episodes_lockstep(sim, harness, _policy(AMPS), [(k, k, 30 + k) for k in range(len(AMPS))],
+                              batch_size=len(AMPS), max_steps=60, on_result=lambda r: batched.__setitem__(r.episode, r))
+        alone = {k: run_episode(sim, harness, _policy([a]), episode=k, seed=30 + k, max_steps=60)
+                 for k, a in enumerate(AMPS)}
+    finally:
+        sim.close()
+    for k, row in alone.items():
+        got = batched[k]
+        assert (got.length, got.failure, got.ret) == (row.length, row.failure, row.ret), k
+    substeps = round(harness.control_dt / sim.physics_dt)
+    assert built[0].physics_steps == max(r.length for r in alone.values()) * substeps
+
+
 def test_every_world_holds_the_reconciled_parameters(hopper):
     from crosssim.engines.newton_worlds import world_mismatches
 
@@ -117,3 +143,20 @@ def test_worlds_stepped_apart_match_the_single_model(hopper):
                 np.testing.assert_array_equal(fa.base_pos, fb.base_pos)
     finally:
         engine.close(worlds)
+
+
+def test_a_perturbed_condition_has_its_own_worlds(hopper):
+    """A mass / friction rung builds its own single-world model; its worlds hold the rung's values."""
+    from crosssim.perturb import Perturbation
+
+    nominal, harness = hopper
+    sim = open_engine(load_profile("newton-mujoco-warp"), harness.scene, Perturbation(mass_scale=1.3, friction_scale=0.7))
+    worlds = sim.engine.worlds_model(sim.model, 2)
+    try:
+        for name in ("body_mass", "shape_material_mu"):
+            one, many = getattr(sim.model.nm, name).numpy(), getattr(worlds.nm, name).numpy()
+            assert np.array_equal(many.reshape(2, *one.shape)[1], one), name
+            assert not np.array_equal(one, getattr(nominal.model.nm, name).numpy()), name
+    finally:
+        sim.engine.close(worlds)
+        sim.close()

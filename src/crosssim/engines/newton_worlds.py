@@ -61,6 +61,9 @@ class NewtonWorlds:
     """world -> weakref of its state."""
     pending: dict = field(default_factory=dict)
     """world -> physics steps recorded by ``step`` and not yet run."""
+    physics_steps: int = 0
+    """Physics steps of the whole model run so far (one per physics step of a batch that stays in
+    lockstep; tests and the benchmark read it)."""
 
     @property
     def dt(self) -> float:
@@ -252,6 +255,7 @@ def _restore(model: NewtonWorlds, worlds: list[int], saved: dict) -> None:
 
 def _physics_step(model: NewtonWorlds) -> None:
     """One physics step of every world, replayed from a graph captured once on the model's buffers."""
+    model.physics_steps += 1
     if model.base.capture:
         if model.graph is None:
             with wp.ScopedCapture(device=model.nm.device) as capture:
