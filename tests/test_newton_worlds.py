@@ -160,3 +160,26 @@ def test_a_perturbed_condition_has_its_own_worlds(hopper):
     finally:
         sim.engine.close(worlds)
         sim.close()
+
+
+def test_contact_wrenches_of_a_world_match_the_single_model(hopper):
+    """Tasks with contact costs (Ant, Humanoid) read SolverMuJoCo's cfrc_ext of their own world."""
+    from crosssim.tasks import make_task
+
+    sim, harness = hopper
+    engine = sim.engine
+    initial = make_task("Hopper").initial_state(harness.canonical, np.random.default_rng(3))
+    worlds = engine.worlds_model(sim.model, 2)
+    try:
+        a, b = engine.reset(worlds, initial), engine.reset(worlds, initial)
+        ref = engine.reset(sim.model, initial)
+        torques = np.r_[np.zeros(3), 5.0, -5.0, 2.0]
+        for _ in range(60):  # 0.48 s: the foot lands
+            engine.step(worlds, a, -torques, 4)
+            engine.step(worlds, b, torques, 4)
+            engine.step(sim.model, ref, torques, 4)
+        got, want = engine.frame(worlds, b, contacts=True), engine.frame(sim.model, ref, contacts=True)
+        assert np.abs(want.body_ext_wrench).max() > 1.0  # in contact
+        np.testing.assert_array_equal(got.body_ext_wrench, want.body_ext_wrench)
+    finally:
+        engine.close(worlds)

@@ -191,7 +191,13 @@ def put(model: NewtonWorlds, state: WorldState, q1: np.ndarray, qd1: np.ndarray)
     return state
 
 
+def _open(model: NewtonWorlds) -> None:
+    if model.solver is None:  # close() dropped it: one clear line, not an AttributeError on None
+        raise EngineFailure("newton: this batch's worlds model was closed; the lockstep runner builds one per batch")
+
+
 def new_state(model: NewtonWorlds) -> WorldState:
+    _open(model)
     if not model.free:
         raise EngineFailure(f"newton: all {model.n} worlds of this batch hold live states; drop one before resetting "
                             "another, or build the batch with more worlds")
@@ -200,6 +206,7 @@ def new_state(model: NewtonWorlds) -> WorldState:
 
 def record_step(model: NewtonWorlds, state: WorldState, torques: np.ndarray, n_substeps: int) -> None:
     """Hold ``torques`` for ``n_substeps`` physics steps of ``state``'s world; run at the next read."""
+    _open(model)
     if state.world in model.pending:  # stepped twice without a read in between: run the first now
         flush(model, state)
     base, k = model.base, state.world
