@@ -95,13 +95,19 @@ def _release(model: NewtonWorlds, world: int) -> None:
 
 def build_worlds(base: NewtonModel, n: int) -> NewtonWorlds | None:
     """N worlds of ``base``'s compiled model; None where ``base``'s solver is not SolverMuJoCo on
-    Warp (the only one measured batched; others run their episodes one at a time)."""
+    Warp (the only one built and measured as worlds; the runner then batches the single-world
+    model's states, which swap what the solver keeps)."""
     if base.solver_name != "mujoco-warp" or base.compiled is None or n < 1:
         return None
     one = import_builder(base.compiled)
     builder = newton.ModelBuilder()
     builder.replicate(one, copy_count=n)  # no spacing: every world at the origin, as the single model
     nm = builder.finalize(device="cpu")
+    for kind in ("body", "joint", "shape"):  # a world's entities are one contiguous block, world by world
+        where = getattr(nm, f"{kind}_world", None)
+        if where is not None and not np.array_equal(where.numpy(), np.repeat(np.arange(n), len(where) // n)):
+            raise EngineFailure(f"newton: the replicated model does not hold its {kind}s world by world; "
+                                "run without --batch-episodes (and report this Newton version)")
     tile_parameters(base.nm, nm, n)
     _switch_off_actuators(nm, None)
     nm.set_gravity(tuple(float(g) for g in base.canonical.gravity))
