@@ -29,10 +29,10 @@ wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 
+from crosssim.engines import newton_worlds as worlds  # noqa: E402
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile  # noqa: E402
 from crosssim.engines.newton_ball import put_balls, read_balls  # noqa: E402
 from crosssim.engines.newton_model import SETTINGS_KEYS, NewtonModel, audit_newton, build_model  # noqa: E402
-from crosssim.engines import newton_worlds as worlds  # noqa: E402
 from crosssim.engines.newton_worlds import NewtonWorlds, WorldState  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402

@@ -302,7 +302,9 @@ def world_arrays(model: NewtonWorlds, state: WorldState):
 
 
 def contact_wrench(model: NewtonWorlds, state: WorldState) -> np.ndarray:
-    """SolverMuJoCo's ``cfrc_ext`` of ``state``'s world (right after that world's own step)."""
+    """SolverMuJoCo's ``cfrc_ext`` of ``state``'s world: right after a step that world took part in
+    (the runner's reads); a world saved and put back meanwhile reads the solver's data of the step
+    it sat out, as a single-world state read after another state stepped does."""
     import mujoco_warp
 
     from crosssim.engines.newton_contacts import from_mujoco
