@@ -2,12 +2,17 @@
 in one process, the two paths interleaved (the host is shared: compare the ratio of one run).
 
     PYTHONPATH=$PWD/src .venv/bin/python bench/bench_batch_engines.py [--engines mujoco,physx,pybullet]
-        [--episodes 8] [--steps 200] [--repeat 2] [--fresh]
+        [--episodes 8] [--steps 200] [--repeat 2] [--fresh] [--perturb motor_lag=0.01,action_delay=0.5]
 
 Every engine is timed through ``run_episodes_lockstep`` whether or not it declares
-``concurrent_states`` (PyBullet and Newton keep interleaved states apart by swapping a snapshot or
-the solver's warm start per switch): what batching would gain or cost there, measured, and whether
-its rows equal the one-at-a-time ones.
+``concurrent_states`` (PyBullet keeps interleaved states apart by swapping a snapshot per switch):
+what batching would gain or cost there, measured, and whether its rows equal the one-at-a-time
+ones. Newton (``--engines newton-mujoco-warp``) runs the lockstep batch as N worlds of one model
+(crosssim.engines.newton_worlds); the lockstep time includes building that model (Newton's import,
+``replicate``, the solver, the graph capture), printed on its own as ``worlds model``. ``--perturb``
+runs every episode under one condition (crosssim.perturb.Perturbation fields): ``motor_lag`` makes
+the torque law act per physics step and ``action_delay`` splits a period into parts, the paths
+where a batch must advance in rounds of one engine step.
 
 ``--bullet-world N`` measures what several robots in one PyBullet world could give at most: Bullet's
 own step (``stepSimulation``, no crosssim Python) for N Hoppers in one world, robot-robot contacts
@@ -80,6 +85,8 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--fresh", action="store_true", help="open the engine's model anew for every timed run")
+    parser.add_argument("--perturb", default="", metavar="FIELD=VALUE,...",
+                        help="one condition for every episode, e.g. motor_lag=0.01,action_delay=0.5")
     parser.add_argument("--bullet-world", type=int, default=0, metavar="N",
                         help="only time N Hoppers in one PyBullet world against N worlds (bare Bullet steps)")
     args = parser.parse_args(argv)
@@ -97,17 +104,21 @@ def main(argv=None) -> None:
     from crosssim.runner.rollout import run_episode
     from crosssim.runner.simulator import open_engine
 
+    from crosssim.perturb import Perturbation
+
+    fields = dict(f.split("=") for f in args.perturb.split(",") if f)
+    perturbation = Perturbation(**{k: int(v) if v.isdigit() else float(v) for k, v in fields.items()})
     card = load_card(args.card)
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=True)
     n, steps = args.episodes, args.steps
-    print(f"{card.name}: {n} episodes x {steps} control steps; load average {os.getloadavg()[0]:.1f} on "
+    print(f"{card.name}: {n} episodes x {steps} control steps{'; ' + args.perturb if args.perturb else ''}; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores")
     for engine in args.engines.split(","):
-        opened = open_engine(load_profile(engine), harness.scene)
+        opened = open_engine(load_profile(engine), harness.scene, perturbation)
 
         def sim():  # --fresh: a new model per timed run (Newton then captures a graph per state again)
-            return open_engine(load_profile(engine), harness.scene) if args.fresh else opened
+            return open_engine(load_profile(engine), harness.scene, perturbation) if args.fresh else opened
 
         def single():
             s = sim()
@@ -126,12 +137,19 @@ def main(argv=None) -> None:
                 t = time.perf_counter()
                 rows[name] = run()
                 best[name] = min(best[name], time.perf_counter() - t)
+        build = ""
+        if opened.engine.capabilities.worlds:  # what the batch pays up front, included in its time
+            t = time.perf_counter()
+            worlds = opened.engine.worlds_model(opened.model, n)
+            build = f"; worlds model {time.perf_counter() - t:.2f} s" if worlds is not None else "; no worlds model"
+            if worlds is not None:
+                opened.engine.close(worlds)
         worst = max(abs(a.ret - b.ret) / max(abs(a.ret), 1e-12) for a, b in zip(rows["single"], rows["lockstep"]))
         lengths = all(a.length == b.length and a.failure == b.failure for a, b in zip(rows["single"], rows["lockstep"]))
         control_steps = sum(r.length for r in rows["single"])
         print(f"{engine:10s} one at a time {best['single']:6.2f} s  lockstep {best['lockstep']:6.2f} s  "
               f"speedup {best['single'] / best['lockstep']:4.2f}x  ({control_steps} control steps; returns within rel "
-              f"{worst:.1e}, same lengths and failures: {lengths})")
+              f"{worst:.1e}, same lengths and failures: {lengths}{build})")
         opened.close()
     print(f"load average at end {os.getloadavg()[0]:.1f}")
 

@@ -1,7 +1,7 @@
 """Lockstep batches on engines other than MuJoCo: PhysX steps one world per episode (a state is a
 world of its own), so a batch gives the same rows as one episode at a time, bit for bit, when the
-policy's rows do not depend on each other; engines that swap one world per state switch
-(PyBullet, Newton) run one at a time."""
+policy's rows do not depend on each other; PyBullet, which swaps one world per state switch, runs
+one at a time. Newton batches as N worlds of one model: tests/test_newton_worlds.py."""
 
 import pytest
 
@@ -47,7 +47,7 @@ def test_physx_lockstep_gives_the_one_at_a_time_rows():
 
 
 def test_engines_that_swap_one_world_do_not_batch():
-    for engine in ("pybullet", "newton-mujoco-warp"):
+    for engine in ("pybullet",):
         try:
             sim = open_engine(load_profile(engine), Harness.for_task("Hopper").scene)
         except Exception as exc:  # an engine this install lacks

@@ -109,6 +109,12 @@ class EngineCapabilities:
     push: bool = False
     """``push(model, state, velocity)`` adds a velocity to a free base (Locomotion's push
     disturbances, card ``task_options.pushes``); a card with pushes is refused by an engine without."""
+    worlds: bool = False
+    """``worlds_model(model, n)`` returns a model of ``n`` worlds stepped as one (or None where this
+    model cannot), whose states are its worlds: the lockstep runner runs a batch on it. Its ``step``
+    may defer the physics until the state is read, stepping every world stepped since together, so
+    the runner plans every episode's physics before it reads any (Newton: one solver step for N
+    worlds instead of N)."""
 
 
 @runtime_checkable
@@ -171,6 +177,9 @@ class EngineBase:
 
     def push(self, model: Any, state: Any, velocity: np.ndarray) -> None:
         raise NotImplementedError(f"{self.name}: push is not declared in capabilities")
+
+    def worlds_model(self, model: Any, n: int) -> Any:
+        raise NotImplementedError(f"{self.name}: worlds is not declared in capabilities")
 
 
 # name -> "module:Class". Built-in engines; third parties add theirs through the

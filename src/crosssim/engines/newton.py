@@ -29,9 +29,11 @@ wp.config.log_level = wp.LOG_WARNING
 
 import newton  # noqa: E402
 
+from crosssim.engines import newton_worlds as worlds  # noqa: E402
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile  # noqa: E402
 from crosssim.engines.newton_ball import put_balls, read_balls  # noqa: E402
 from crosssim.engines.newton_model import SETTINGS_KEYS, NewtonModel, audit_newton, build_model  # noqa: E402
+from crosssim.engines.newton_worlds import NewtonWorlds, WorldState  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
 from crosssim.variant import CompiledModel  # noqa: E402
@@ -79,19 +81,28 @@ class NewtonState:
 
 
 class EngineNewton(EngineBase):
-    """Newton on Warp's CPU device; one model, one world, any number of states."""
+    """Newton on Warp's CPU device; one model, one world, any number of states; a lockstep batch
+    is N worlds of one model (``worlds_model``, crosssim.engines.newton_worlds)."""
 
     name = "newton"
-    # A state's buffers carry its own graph: resetting one in place skips a new capture. The
-    # solver's warm start is swapped per state (see _load), which is correct but not free, so
-    # episodes do not run in lockstep.
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False, ball_joints=True)
+    # A state's buffers carry its own graph: resetting one in place skips a new capture. States of
+    # one single-world model swap the solver's warm start (see _load): correct, not free. A lockstep
+    # batch runs as the worlds of one model instead (SolverMuJoCo on Warp; other solvers keep the
+    # swapping path), one solver step for every episode.
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, ball_joints=True, worlds=True)
     settings_keys = SETTINGS_KEYS
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         return build_model(compiled, profile)
 
+    def worlds_model(self, model: NewtonModel, n: int) -> NewtonWorlds | None:
+        """``n`` worlds of ``model`` stepped as one (None: this solver runs states one at a time)."""
+        self._open(model)
+        return worlds.build_worlds(model, n)
+
     def reset(self, model: NewtonModel, initial: InitialState) -> NewtonState:
+        if isinstance(model, NewtonWorlds):
+            return self._put_world(model, worlds.new_state(model), initial)
         self._open(model)
         return self._put(model, NewtonState(model), initial)
 
@@ -102,9 +113,13 @@ class EngineNewton(EngineBase):
 
     def reset_into(self, model: NewtonModel, state: NewtonState, initial: InitialState) -> NewtonState:
         self._check(model, state)
+        if isinstance(model, NewtonWorlds):
+            return self._put_world(model, state, initial)
         return self._put(model, state, initial)
 
-    def _put(self, model: NewtonModel, state: NewtonState, initial: InitialState) -> NewtonState:
+    @staticmethod
+    def _coordinates(model: NewtonModel, initial: InitialState) -> tuple[np.ndarray, np.ndarray]:
+        """Newton joint coordinates and dofs (one world) of ``initial``."""
         c = model.canonical
         qpos, qvel = np.asarray(initial.qpos, float), np.asarray(initial.qvel, float)
         q = model.nm.joint_q.numpy().copy()
@@ -114,6 +129,14 @@ class EngineNewton(EngineBase):
         if c.free_base:
             q[model.free_q:model.free_q + 7], qd[model.free_qd:model.free_qd + 6] = _free_to_newton(model, qpos, qvel)
         put_balls(model.balls, qpos, qvel, q, qd)
+        return q, qd
+
+    def _put_world(self, model: NewtonWorlds, state: WorldState, initial: InitialState) -> WorldState:
+        return worlds.put(model, state, *self._coordinates(model.base, initial))
+
+    def _put(self, model: NewtonModel, state: NewtonState, initial: InitialState) -> NewtonState:
+        c = model.canonical
+        q, qd = self._coordinates(model, initial)
         for s in (state.s0, state.s1):
             s.joint_q.assign(q)
             s.joint_qd.assign(qd)
@@ -127,7 +150,8 @@ class EngineNewton(EngineBase):
         return state
 
     def _check(self, model: NewtonModel, state: NewtonState) -> None:
-        if not isinstance(state, NewtonState) or state.owner() is not model:
+        kind = WorldState if isinstance(model, NewtonWorlds) else NewtonState
+        if not isinstance(state, kind) or state.owner() is not model:
             raise EngineFailure(f"newton: {type(state).__name__} is not a state of this model; use reset(model, ...)")
 
     def _load(self, model: NewtonModel, state: NewtonState) -> None:
@@ -149,6 +173,9 @@ class EngineNewton(EngineBase):
         model.loaded = weakref.ref(state)
 
     def step(self, model: NewtonModel, state: NewtonState, torques: np.ndarray, n_substeps: int = 1) -> None:
+        if isinstance(model, NewtonWorlds):  # run with the other worlds at the first read (newton_worlds)
+            self._check(model, state)
+            return worlds.record_step(model, state, torques, n_substeps)
         self._open(model)
         self._load(model, state)
         torques = np.asarray(torques, dtype=float)
@@ -202,37 +229,53 @@ class EngineNewton(EngineBase):
         return state.joints
 
     def _read_joints(self, model: NewtonModel, state: NewtonState) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(model, NewtonWorlds):
+            q, qd, _, _ = worlds.world_arrays(model, state)
+            return _canonical_joints(model.base, q, qd)
         self._refresh_joints(model, state)
-        c = model.canonical
-        q, qd = state.s0.joint_q.numpy(), state.s0.joint_qd.numpy()
-        qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
-        qpos[c.joint_qposadr] = q[model.q_index] + model.joint_offset
-        qvel[c.joint_dofadr] = qd[model.qd_index]
-        read_balls(model.balls, q, qd, qpos, qvel)
-        if c.free_base:
-            pos, quat, lin, ang = _free_from_newton(model, q[model.free_q:model.free_q + 7],
-                                                    qd[model.free_qd:model.free_qd + 6])
-            qpos[:3], qpos[3:7], qvel[:3] = pos, quat, lin
-            qvel[3:6] = quat_to_matrix(quat).T @ ang
-        return qpos, qvel
+        return _canonical_joints(model, state.s0.joint_q.numpy(), state.s0.joint_qd.numpy())
 
     def frame(self, model: NewtonModel, state: NewtonState, *, contacts: bool = False) -> SimFrame:
         qpos, qvel = self.joint_state(model, state)
-        pos, quat, lin, ang = _body_frame(model, state, model.body_index[0])
-        # SolverMuJoCo's contact forces live in the solver: right for the state stepped last (every
-        # episode run alone), not for another interleaved one.
-        wrench = model.contact_wrench(state) if contacts else np.zeros((0, 6))
+        if isinstance(model, NewtonWorlds):
+            _, _, X, V = worlds.world_arrays(model, state)
+            pos, quat, lin, ang = _body_frame(model.base, X, V, model.base.body_index[0])
+            wrench = worlds.contact_wrench(model, state) if contacts else np.zeros((0, 6))
+        else:
+            pos, quat, lin, ang = _body_frame(model, state.s0.body_q.numpy(), state.s0.body_qd.numpy(),
+                                              model.body_index[0])
+            # SolverMuJoCo's contact forces live in the solver: right for the state stepped last (every
+            # episode run alone), not for another interleaved one.
+            wrench = model.contact_wrench(state) if contacts else np.zeros((0, 6))
         return SimFrame(time=state.time, qpos=qpos, qvel=qvel, base_pos=pos, base_quat=quat,
                         base_lin_vel=lin, base_ang_vel=ang, joint_torque=state.torques.copy(),
                         body_ext_wrench=wrench)
 
     def audit(self, model: NewtonModel) -> list[AuditRow]:
-        return audit_newton(model)
+        return audit_newton(model.base if isinstance(model, NewtonWorlds) else model)
 
     def close(self, model: NewtonModel) -> None:
+        if isinstance(model, NewtonWorlds):  # the batch's own model; the single-world one stays open
+            model.solver, model.graph = None, None
+            return
         model.loaded = None
         model.spare.clear()
         model.solver = None
+
+
+def _canonical_joints(model: NewtonModel, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical (qpos, qvel) from one world's Newton joint coordinates and dofs."""
+    c = model.canonical
+    qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
+    qpos[c.joint_qposadr] = q[model.q_index] + model.joint_offset
+    qvel[c.joint_dofadr] = qd[model.qd_index]
+    read_balls(model.balls, q, qd, qpos, qvel)
+    if c.free_base:
+        pos, quat, lin, ang = _free_from_newton(model, q[model.free_q:model.free_q + 7],
+                                                qd[model.free_qd:model.free_qd + 6])
+        qpos[:3], qpos[3:7], qvel[:3] = pos, quat, lin
+        qvel[3:6] = quat_to_matrix(quat).T @ ang
+    return qpos, qvel
 
 
 @wp.kernel
@@ -245,10 +288,9 @@ def _passive_joint_f(q: wp.array(dtype=float), qd: wp.array(dtype=float), q_inde
     joint_f[i] = tau[k] - damping[k] * qd[i] - stiffness[k] * (q[q_index[k]] - rest[k])
 
 
-def _body_frame(model: NewtonModel, state: NewtonState, body: int):
+def _body_frame(model: NewtonModel, body_q: np.ndarray, body_qd: np.ndarray, body: int):
     """Body frame origin pose and velocity, world frame (Newton reports COM twists)."""
-    X = state.s0.body_q.numpy()[body]
-    v = state.s0.body_qd.numpy()[body]
+    X, v = body_q[body], body_qd[body]
     quat = xyzw_to_wxyz(X[3:7])
     ang = np.asarray(v[3:6], float)
     com_offset = quat_rotate(quat, model.body_com[body])

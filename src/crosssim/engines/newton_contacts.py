@@ -24,22 +24,24 @@ def contact_wrench(model, state) -> np.ndarray:
 
         solver = model.solver
         mujoco.mj_rnePostConstraint(solver.mj_model, solver.mj_data)
-        return _from_mujoco(model, np.asarray(solver.mj_data.cfrc_ext))
+        return from_mujoco(model, np.asarray(solver.mj_data.cfrc_ext))
     if name == "mujoco-warp":
         import mujoco_warp
 
         solver = model.solver
         with wp.ScopedDevice(model.nm.device):
             mujoco_warp.rne_postconstraint(solver.mjw_model, solver.mjw_data)
-        return _from_mujoco(model, solver.mjw_data.cfrc_ext.numpy()[0])
+        return from_mujoco(model, solver.mjw_data.cfrc_ext.numpy()[0])
     if name in ("featherstone", "semi-implicit"):
         return _penalty_wrench(model, state)
     raise CrossSimError(f"newton ({name}): contact wrenches are not available for this solver")
 
 
-def _from_mujoco(model, cfrc_ext: np.ndarray) -> np.ndarray:
-    """Reorder SolverMuJoCo's bodies (its own MuJoCo model) into canonical body order."""
-    to_newton = model.solver.mjc_body_to_newton.numpy()[0]
+def from_mujoco(model, cfrc_ext: np.ndarray, to_newton: np.ndarray | None = None) -> np.ndarray:
+    """Reorder SolverMuJoCo's bodies (its own MuJoCo model) into canonical body order;
+    ``to_newton``: Newton body (of one world's layout) of each MuJoCo body, default world 0's."""
+    if to_newton is None:
+        to_newton = model.solver.mjc_body_to_newton.numpy()[0]
     out = np.zeros((len(model.canonical.body_names), 6))
     where = {int(nb): k for k, nb in enumerate(model.body_index)}
     for mj_body, nb in enumerate(to_newton):

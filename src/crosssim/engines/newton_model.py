@@ -75,6 +75,9 @@ class NewtonModel:
     """``weakref`` to the NewtonState whose warm start the solver holds now (EngineNewton._load)."""
     spare: list = field(default_factory=list)
     """Buffers (with their captured graphs) of dropped states, for the next reset (NewtonBuffers)."""
+    compiled: Any = None
+    """The compiled model this was built from: a lockstep batch imports it again as N worlds
+    (crosssim.engines.newton_worlds)."""
 
     @property
     def cpu_backend(self) -> bool:
@@ -126,19 +129,13 @@ SETTINGS_KEYS = frozenset({"solver", "joint_limit", "contact", "substeps", "subs
 
 
 def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
-    scene = compiled.scene
     c = compiled_canonical(compiled)
     s = profile.settings
     m = compiled.mj  # canonical, plus the variant (timestep, perturbations, calibration)
     solver_name = str(s.get("solver", "mujoco-warp"))
     if solver_name not in SOLVERS:
         raise CrossSimError(f"profile {profile.name}: newton solver {solver_name!r} is not one of {list(SOLVERS)}")
-    builder = newton.ModelBuilder()
-    # <option> is taken from the canonical model below (Newton rejects solver="PGS").
-    source, resolver = (str(scene), None) if not c.ball_joints else split_base(scene, c.root_body)
-    builder.add_mjcf(source, parse_mujoco_options=False, parse_visuals=False, parse_sites=False,
-                     path_resolver=resolver)
-    nm = builder.finalize(device="cpu")
+    nm = import_builder(compiled).finalize(device="cpu")
     notes: dict[str, str] = {}
 
     body_index = _match_bodies(nm, m)
@@ -178,7 +175,19 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         canonical=c, profile=profile, nm=nm, solver_name=solver_name, solver=solver, pipeline=pipeline,
         contacts=contacts, dt=dt, substeps=substeps, capture=capture, body_index=body_index,
         q_index=q_index, qd_index=qd_index, joint_offset=joint_offset, body_com=nm.body_com.numpy().astype(float),
-        free_q=free_q, free_qd=free_qd, balls=balls, shape_geom=shape_geom, floor_mu=floor_mu, notes=notes, passive=passive)
+        free_q=free_q, free_qd=free_qd, balls=balls, shape_geom=shape_geom, floor_mu=floor_mu, notes=notes, passive=passive,
+        compiled=compiled)
+
+
+def import_builder(compiled: CompiledModel):
+    """Newton's own import of the scene (a ``ModelBuilder``), before any reconciliation."""
+    scene, c = compiled.scene, compiled_canonical(compiled)
+    builder = newton.ModelBuilder()
+    # <option> is taken from the canonical model in build_model (Newton rejects solver="PGS").
+    source, resolver = (str(scene), None) if not c.ball_joints else split_base(scene, c.root_body)
+    builder.add_mjcf(source, parse_mujoco_options=False, parse_visuals=False, parse_sites=False,
+                     path_resolver=resolver)
+    return builder
 
 
 def _match_bodies(nm, m) -> np.ndarray:

@@ -12,10 +12,17 @@ With an engine whose states step in parallel (``parallel_states``: MuJoCo), each
 physics runs in a pool of threads, one task per episode, while this thread scores the episodes
 whose physics is done: each state is touched by one thread at a time and in the same order, so the
 rows are bit-identical to the same batch stepped in one thread.
+
+With an engine that runs a batch as the worlds of one model (``worlds``: Newton), the batch steps
+on ``worlds_model(model, n)``: the rows' physics advance in rounds, every row's k-th engine step
+call (which the engine only records) before any row's (k+1)-th, whose joint read steps all the
+worlds at once; so a per-physics-step torque law or a delay split into parts still makes one
+solver step for all rows per round.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
@@ -65,14 +72,22 @@ def run_episodes_lockstep(sim: Simulator, harness: Harness, policy: Policy, slot
     physics (``threads``; None: ``physics_threads``) are this module's own.
     """
     threads = physics_threads(sim.engine, len(slots)) if threads is None else threads
-    if threads > 1:
+    worlds = sim.engine.worlds_model(sim.model, len(slots)) if sim.engine.capabilities.worlds and slots else None
+    if worlds is not None:
+        try:
+            _lockstep(dataclasses.replace(sim, model=worlds), harness, policy, slots, batch_size, max_steps,
+                      record_episode, on_result, heartbeat, None, rounds=True)
+        finally:
+            sim.engine.close(worlds)
+    elif threads > 1:
         with ThreadPoolExecutor(threads, thread_name_prefix="crosssim-physics") as pool:
             _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool)
     else:
         _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, None)
 
 
-def _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool) -> None:
+def _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool, *,
+              rounds: bool = False) -> None:
     episodes, accounts, alive = {}, {}, []
     native = sim.engine.native_pd_model(sim.model, harness.actuation) if sim.engine.capabilities.native_pd else None
     for row, episode, seed in slots:
@@ -116,10 +131,16 @@ def _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode
             except Exception as exc:
                 alive.remove(row)
                 end([row], exc)
+        # Every row's physics is started (in the pool) or done (here) before any row is scored: an
+        # engine with worlds runs all rows' k-th step together (rounds, see the module docstring).
         running = {row: pool.submit(episodes[row].physics) for row in alive} if pool is not None else {}
+        if pool is None:
+            for row, exc in _physics_rounds(episodes, list(alive), rounds=rounds):
+                alive.remove(row)
+                end([row], exc)
         for row in list(alive):  # in row order: scores overlap the other rows' physics in the pool
             try:
-                running[row].result() if pool is not None else episodes[row].physics()
+                running[row].result() if pool is not None else None
                 step = episodes[row].score()
                 accounts[row].add(episodes[row], step)
                 if step.terminated:
@@ -129,3 +150,27 @@ def _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode
                 alive.remove(row)
                 end([row], exc)
     end(alive)  # ran to the step limit
+
+
+def _physics_rounds(episodes: dict, rows: list, *, rounds: bool) -> list:
+    """Run the physics of ``rows``; [(row, exception)] for those that failed. With ``rounds`` (a
+    worlds model), one engine step call per row per round; else each row's whole period in turn."""
+    failed = []
+    if not rounds:
+        for row in rows:
+            try:
+                episodes[row].physics()
+            except Exception as exc:
+                failed.append((row, exc))
+        return failed
+    steps = {row: episodes[row].physics_steps() for row in rows}
+    while steps:
+        for row in list(steps):
+            try:
+                next(steps[row])
+            except StopIteration:
+                del steps[row]
+            except Exception as exc:
+                del steps[row]
+                failed.append((row, exc))
+    return failed

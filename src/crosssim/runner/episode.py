@@ -80,6 +80,10 @@ class Episode:
         """``advance``'s second part: the engine steps of the planned period (this episode's state only)."""
         self.stepper.physics(self._parts)
 
+    def physics_steps(self):
+        """``physics`` as a generator, one engine step call per item (ControlStepper.physics_steps)."""
+        return self.stepper.physics_steps(self._parts)
+
     def score(self) -> StepResult:
         """``advance``'s last part: the new frame, the task's score, a push the task drew."""
         after = self.stepper.settle()

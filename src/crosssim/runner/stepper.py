@@ -224,19 +224,29 @@ class ControlStepper:
         """Step this stepper's engine state through ``parts`` (``plan``'s). It touches only this
         stepper's state, chain and actuator: with an engine whose ``parallel_states`` capability
         is set, the lockstep runner runs several steppers' physics in threads at once."""
+        for _ in self.physics_steps(parts):
+            pass
+
+    def physics_steps(self, parts: list[tuple[np.ndarray, int]]):
+        """``physics`` one engine ``step`` call at a time: a generator that yields after each, so
+        the lockstep runner can take every episode's first step, then every second one (an engine
+        with ``worlds`` then runs each round as one step of all worlds, whatever the torque law)."""
         engine, model, act = self.engine, self.model, self.harness.actuation
         # an actuator model (net history, torque-speed envelope) acts at every physics step
         law = act if self._actuator is None else self._actuator
         for target, n in parts:
             if self.native:
                 engine.step_targets(model, self.state, target, n)
+                yield
             elif act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
                 q, qd = engine.joint_state(model, self.state)
                 engine.step(model, self.state, self._chain(act.torques(target, q, qd)), n)
+                yield
             else:
                 for _ in range(n):
                     q, qd = engine.joint_state(model, self.state)
                     engine.step(model, self.state, self._chain(law.torques(target, q, qd)), 1)
+                    yield
 
     def settle(self) -> SimFrame:
         """The frame after ``physics``, checked finite."""
