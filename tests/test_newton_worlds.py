@@ -183,3 +183,15 @@ def test_contact_wrenches_of_a_world_match_the_single_model(hopper):
         np.testing.assert_array_equal(got.body_ext_wrench, want.body_ext_wrench)
     finally:
         engine.close(worlds)
+
+
+def test_a_solver_without_worlds_runs_one_at_a_time():
+    """Only SolverMuJoCo batches as worlds; another Newton solver's states swap what the solver
+    keeps (not cheap), so the runner does not batch on it."""
+    harness = Harness.for_task("Hopper")
+    sim = open_engine(load_profile("newton-featherstone"), harness.scene)
+    try:
+        assert not can_batch(sim.engine, _policy(AMPS), sim.model)
+        assert can_batch(sim.engine, _policy(AMPS))  # the class alone cannot tell: the model decides
+    finally:
+        sim.close()

@@ -114,7 +114,8 @@ class EngineCapabilities:
     model cannot), whose states are its worlds: the lockstep runner runs a batch on it. Its ``step``
     may defer the physics until the state is read, stepping every world stepped since together, so
     the runner plans every episode's physics before it reads any (Newton: one solver step for N
-    worlds instead of N)."""
+    worlds instead of N). ``worlds_ready(model)`` says whether this model can (Newton: SolverMuJoCo
+    only); where it cannot, the runner runs the episodes one at a time."""
 
 
 @runtime_checkable
@@ -177,6 +178,9 @@ class EngineBase:
 
     def push(self, model: Any, state: Any, velocity: np.ndarray) -> None:
         raise NotImplementedError(f"{self.name}: push is not declared in capabilities")
+
+    def worlds_ready(self, model: Any) -> bool:
+        raise NotImplementedError(f"{self.name}: worlds is not declared in capabilities")
 
     def worlds_model(self, model: Any, n: int) -> Any:
         raise NotImplementedError(f"{self.name}: worlds is not declared in capabilities")

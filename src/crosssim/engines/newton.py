@@ -95,6 +95,9 @@ class EngineNewton(EngineBase):
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         return build_model(compiled, profile)
 
+    def worlds_ready(self, model: NewtonModel) -> bool:
+        return worlds.available(model)
+
     def worlds_model(self, model: NewtonModel, n: int) -> NewtonWorlds | None:
         """``n`` worlds of ``model`` stepped as one (None: this solver runs states one at a time)."""
         self._open(model)

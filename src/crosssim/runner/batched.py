@@ -41,9 +41,12 @@ HEARTBEAT_STEPS = 100
 """Control steps between two progress calls (the parent's hang detector hears them)."""
 
 
-def can_batch(engine, policy: Policy) -> bool:
-    """Lockstep needs several live states per model and a policy without per-episode memory."""
-    return engine.capabilities.concurrent_states and policy.batchable
+def can_batch(engine, policy: Policy, model=None) -> bool:
+    """Lockstep needs several live states per model and a policy without per-episode memory; an
+    engine that batches as worlds only where ``model`` (the one the batch would run on) can."""
+    if not (engine.capabilities.concurrent_states and policy.batchable):
+        return False
+    return model is None or not engine.capabilities.worlds or engine.worlds_ready(model)
 
 
 def physics_threads(engine, episodes: int) -> int:

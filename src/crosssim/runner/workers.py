@@ -114,7 +114,7 @@ def execute_job(job: EngineJob, emit) -> None:
             if perturbation.is_nominal:
                 emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in sim.engine.audit(sim.model)])
             record = job.episodes[0][0] if job.record and perturbation.is_nominal else None
-            if job.batch and can_batch(sim.engine, policy):
+            if job.batch and can_batch(sim.engine, policy, sim.model):
                 rows = {i: k for k, (i, _) in enumerate(job.episodes)}
                 run_episodes_lockstep(
                     sim, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
