@@ -87,8 +87,8 @@ class EngineNewton(EngineBase):
     name = "newton"
     # A state's buffers carry its own graph: resetting one in place skips a new capture. States of
     # one single-world model swap the solver's warm start (see _load): correct, not free. A lockstep
-    # batch runs as the worlds of one model instead (SolverMuJoCo on Warp; other solvers keep the
-    # swapping path), one solver step for every episode.
+    # batch runs as the worlds of one model instead (SolverMuJoCo on Warp; with other solvers
+    # worlds_ready says no and episodes run one at a time), one solver step for every episode.
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, ball_joints=True, worlds=True)
     settings_keys = SETTINGS_KEYS
 
