@@ -248,7 +248,9 @@ def select_design(records: list[dict], hold_fraction: float | None = None) -> tu
         ok = [r for r in recs if not r["scores"][str(f)]["refused"]]
         sp = [rank_metrics([headroom_score(r["scores"][str(f)], t) for r in ok],
                            [r["truth"]["drop"][t] for r in ok])[0] for t in TARGETS]
-        fraction_score[f] = float(np.nanmean(sp)) if np.isfinite(sp).any() else -np.inf  # too few to rank
+        fraction_score[f] = float(np.nanmean(sp)) if np.isfinite(sp).any() else -np.inf
+        if not np.isfinite(fraction_score[f]):
+            print(f"pass fraction {f:g}: too few policies to rank (no Spearman); the grid cannot prefer it")
         for h, m in THRESHOLDS:
             verdicts = [classify(r["scores"][str(f)], h, m) for r in ok]
             classed = [(CLASS[v], r["truth"]["drop"]["all"]) for v, r in zip(verdicts, ok) if v in CLASS]
