@@ -34,13 +34,16 @@ class ModelTooLarge(CrossSimError):
     """A model file asks for more memory than crosssim's stated limits allow."""
 
 
-def check_model_files(path: str | Path) -> None:
-    """Raise ModelTooLarge if the model at ``path`` (or a file it includes or names) is past a limit.
+def check_model_files(path: str | Path) -> list[Path]:
+    """Raise ModelTooLarge if the model at ``path`` (or a file it includes or names) is past a limit;
+    else the asset files (meshes, height fields, textures) it found.
 
     Malformed XML is left to MuJoCo, whose own message names the error; files that do not
     exist are left to it too.
     """
-    _Checker(Path(path)).run()
+    checker = _Checker(Path(path))
+    checker.run()
+    return checker.assets
 
 
 class _Checker:
@@ -48,6 +51,7 @@ class _Checker:
         self.main = main
         self.dirs = {"mesh": main.parent, "texture": main.parent}
         self.files = 0
+        self.assets: list[Path] = []
 
     def run(self) -> None:
         self._file(self.main, depth=0)
@@ -102,6 +106,8 @@ class _Checker:
         (read from the file's header), else from the attributes given."""
         where = f"{path}: {_label(el)}"
         found = self._find(el.get("file"), path, kind) if el.get("file") else None
+        if found is not None:
+            self.assets.append(found)
         dims = _image_dims(found, where) if found is not None else None
         if dims is None:
             return rows, cols, where
@@ -124,6 +130,7 @@ class _Checker:
         found = self._find(name, path, "mesh") if name and "://" not in name else None
         if found is None:
             return
+        self.assets.append(found)
         size = _size(found, f"{path}: {_label(el)}")
         if size is not None and size > MAX_MESH_BYTES:
             raise ModelTooLarge(f"{found} ({_label(el)} of {path.name}): {size} bytes, past crosssim's limit of "

@@ -143,22 +143,30 @@ def load_mujoco_model(path: Path):
     """A fresh MjModel of the MJCF/URDF file at ``path`` (the caller may change it)."""
     import copy
 
-    check_model_files(path)  # before MuJoCo allocates what the file asks for
+    assets = check_model_files(path)  # before MuJoCo allocates what the file asks for
     stat = Path(path).stat()
-    # A harness, its observation check and its task each read the scene: parse (meshes: 0.7 s for
-    # the G1) once per file version, hand out copies.
-    return copy.copy(_parsed(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size))
+    # A harness, its observation check and its task each read the scene: parse (meshes: 1.2-3.5 s
+    # for the G1) once per file version, hand out copies; across processes and runs, a scene with
+    # meshes loads its compiled model from crosssim.model_cache.
+    return copy.copy(_parsed(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, tuple(assets)))
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed(path: str, mtime_ns: int, size: int):
+def _parsed(path: str, mtime_ns: int, size: int, assets: tuple = ()):
     import mujoco
 
+    from crosssim import model_cache
+
+    cached, key = model_cache.load_cached(Path(path), list(assets))
+    if cached is not None:
+        return cached
     try:
-        return mujoco.MjModel.from_xml_path(path)
+        model = mujoco.MjModel.from_xml_path(path)
     except ValueError as exc:  # mujoco reports parse errors as ValueError
         detail = " ".join(str(exc).split())  # MuJoCo's message spans lines; keep one
         raise CrossSimError(f"MuJoCo cannot compile {path}: {detail}") from None
+    model_cache.store(model, key)
+    return model
 
 
 @functools.lru_cache(maxsize=32)
