@@ -1,7 +1,7 @@
 """Lockstep batches on engines other than MuJoCo: PhysX steps one world per episode (a state is a
 world of its own), so a batch gives the same rows as one episode at a time, bit for bit, when the
-policy's rows do not depend on each other; PyBullet, which swaps one world per state switch, runs
-one at a time. Newton batches as N worlds of one model: tests/test_newton_worlds.py."""
+policy's rows do not depend on each other; PyBullet gives a batch one server per episode (a
+server holds one world), with the same rows. Newton batches as N worlds of one model: tests/test_newton_worlds.py."""
 
 import pytest
 
@@ -46,11 +46,44 @@ def test_physx_lockstep_gives_the_one_at_a_time_rows():
             (row.ret, row.length, row.terminated, row.termination_reason, row.failure, row.metrics), k
 
 
-def test_engines_that_swap_one_world_do_not_batch():
-    for engine in ("pybullet",):
-        try:
-            sim = open_engine(load_profile(engine), Harness.for_task("Hopper").scene)
-        except Exception as exc:  # an engine this install lacks
-            pytest.skip(f"{engine}: {exc}")
-        assert not can_batch(sim.engine, _Rowwise(AMPS)), engine
+def test_pybullet_lockstep_gives_the_one_at_a_time_rows():
+    sim, batched, alone = _both("pybullet")
+    assert sim.engine.capabilities.worlds and can_batch(sim.engine, _Rowwise(AMPS), sim.model)
+    assert len({r.length for r in alone.values()}) >= 2  # the episodes end at their own steps
+    for k, row in alone.items():
+        got = batched[k]
+        assert (got.ret, got.length, got.terminated, got.termination_reason, got.failure, got.metrics) == \
+            (row.ret, row.length, row.terminated, row.termination_reason, row.failure, row.metrics), k
+
+
+def test_pybullet_batch_servers_are_closed_and_its_states_stay_in_their_own():
+    pytest.importorskip("pybullet")
+    import numpy as np
+    import pybullet
+
+    from crosssim.frame import InitialState
+    from crosssim.scene import load_mujoco_model
+
+    harness = Harness.for_task("Hopper")
+    sim = open_engine(load_profile("pybullet"), harness.scene)
+    m = load_mujoco_model(harness.scene)
+    initial = InitialState(m.qpos0.copy(), np.zeros(m.nv))
+    engine = sim.engine
+    try:
+        worlds = engine.worlds_model(sim.model, 2)
+        clients = [w.client for w in worlds.members]
+        assert len(set(clients + [sim.model.client])) == 3  # a server per episode, the model's own apart
+        a, b = engine.reset(worlds, initial), engine.reset(worlds, initial)
+        with pytest.raises(Exception, match="hold live states"):
+            engine.reset(worlds, initial)
+        engine.step(worlds, a, np.full(len(sim.model.joint_link), 50.0), 20)  # only a moves
+        assert not np.allclose(engine.joint_state(worlds, a)[0], engine.joint_state(worlds, b)[0])
+        own = engine.reset(sim.model, initial)
+        with pytest.raises(Exception, match="not one of this batch"):
+            engine.step(worlds, own, np.zeros(len(sim.model.joint_link)))
+        del b
+        engine.reset(worlds, initial)  # b's server is free again
+        engine.close(worlds)
+        assert not any(pybullet.isConnected(c) for c in clients) and pybullet.isConnected(sim.model.client)
+    finally:
         sim.close()

@@ -86,7 +86,8 @@ class EngineCapabilities:
     concurrent_states: bool = False
     """Several live states of one model step in lockstep at no extra cost, so the runner may
     batch episodes. Every engine must keep interleaved states apart (the contract); this flag
-    says doing so is cheap (PyBullet restores a snapshot per switch: correct, not cheap)."""
+    says doing so is cheap, on the model or on its ``worlds_model`` (PyBullet restores a snapshot
+    per switch between states of one server, so its batch runs on one server per episode)."""
     parallel_states: bool = False
     """``step``/``step_targets`` on different states of one model may run in several threads at
     once, the engine releasing the GIL while it steps (MuJoCo's ``mj_step``): the lockstep runner
@@ -114,8 +115,9 @@ class EngineCapabilities:
     model cannot), whose states are its worlds: the lockstep runner runs a batch on it. Its ``step``
     may defer the physics until the state is read, stepping every world stepped since together, so
     the runner plans every episode's physics before it reads any (Newton: one solver step for N
-    worlds instead of N). ``worlds_ready(model)`` says whether this model can (Newton: SolverMuJoCo
-    only); where it cannot, the runner runs the episodes one at a time."""
+    worlds instead of N; PyBullet: one server per world, stepped at once). ``worlds_ready(model)``
+    says whether this model can (Newton: SolverMuJoCo only); where it cannot, the runner runs the
+    episodes one at a time."""
 
 
 @runtime_checkable

@@ -11,7 +11,8 @@ parameter back from PyBullet for the audit. See docs/engines.md.
 
 A PyBullet server holds one world, so the adapter's state (``PyBulletState``) is crosssim's own:
 the simulated time, the torques last applied, and, while another state of the same model is in
-the server, a Bullet ``saveState`` snapshot of this one. See ``EnginePyBullet._load``.
+the server, a Bullet ``saveState`` snapshot of this one. See ``EnginePyBullet._load``. A lockstep
+batch runs on ``worlds_model``: one server per episode (crosssim.engines.pybullet_worlds).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pybullet
 from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.pybullet_ball import check_balls, free_spherical_motor, put_balls, read_balls
+from crosssim.engines.pybullet_worlds import PyBulletWorlds
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
 from crosssim.scene import CanonicalModel, write_mesh_obj
@@ -80,6 +82,8 @@ class PyBulletModel:
     balls: tuple = ()
     """(PyBullet link, qpos address, dof address) of each ball joint of the base: a spherical
     joint whose motor is switched off (crosssim.engines.pybullet_ball)."""
+    source: tuple | None = None
+    """(compiled model, profile) it was loaded from: ``worlds_model`` builds a batch's servers alike."""
 
 
 @dataclass(eq=False)
@@ -109,9 +113,11 @@ class EnginePyBullet(EngineBase):
     """PyBullet in DIRECT mode (one physics server per model), velocity motors off."""
 
     name = "pybullet"
-    # Interleaved states are kept apart by restoring snapshots: correct (the contract suite
-    # checks it), but each switch costs a save and a restore, so episodes do not run in lockstep.
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=False, push=True, ball_joints=True)
+    # Interleaved states of one model are kept apart by restoring snapshots: correct (the contract
+    # suite checks it), but each switch costs a save and a restore; a lockstep batch therefore runs
+    # on ``worlds_model``, one server per episode, where nothing is switched.
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, push=True, ball_joints=True,
+                                      worlds=True)
 
     settings_keys = frozenset({"substeps", "substep_dt", "solver_iterations", "armature"})
 
@@ -122,7 +128,9 @@ class EnginePyBullet(EngineBase):
         # Mesh .obj files are read when their collision shapes are created, all inside _build.
         mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-pb-"))
         try:
-            return self._build(c, m, client, profile, mesh_dir)
+            model = self._build(c, m, client, profile, mesh_dir)
+            model.source = (compiled, profile)
+            return model
         except Exception:
             pybullet.disconnect(client)
             raise
@@ -288,13 +296,36 @@ class EnginePyBullet(EngineBase):
         model.bullet_steps = bullet_steps
         return model
 
+    def worlds_ready(self, model: PyBulletModel) -> bool:
+        return model.source is not None
+
+    def worlds_model(self, model: PyBulletModel, n: int) -> PyBulletWorlds | None:
+        """``n`` servers built as ``model``'s was, one per episode of a lockstep batch."""
+        if model.source is None:
+            return None
+        members = []
+        try:
+            for _ in range(n):
+                members.append(self.load(*model.source))
+        except Exception:
+            for m in members:
+                self.close(m)
+            raise
+        return PyBulletWorlds(model, members)
+
     # -- contract ---------------------------------------------------------------------------
     def reset(self, model: PyBulletModel, initial: InitialState) -> PyBulletState:
+        if isinstance(model, PyBulletWorlds):
+            member = model.take()
+            state = self.reset(member, initial)
+            model.hold(member, state)
+            return state
         self._save_loaded(model)  # another live state keeps its values
         return self._put(model, PyBulletState(weakref.ref(model), np.zeros(model.canonical.joint_count)), initial)
 
     def reset_into(self, model: PyBulletModel, state: PyBulletState, initial: InitialState) -> PyBulletState:
         """Reuse ``state`` (the caller is done with it): its snapshot, if any, is dropped."""
+        model = _member(model, state)
         self._check(model, state)
         self._drop_snapshot(model, state)
         if not self._is_loaded(model, state):
@@ -367,6 +398,7 @@ class EnginePyBullet(EngineBase):
 
     def push(self, model: PyBulletModel, state: PyBulletState, velocity: np.ndarray) -> None:
         """A uniform velocity added to the whole base moves its centre of mass by the same amount."""
+        model = _member(model, state)
         if not model.canonical.free_base:  # a base on joints (slides, a ball) has no base velocity to reset
             raise EngineFailure("pybullet: pushes need a free-joint base; this robot's base moves on joints")
         self._load(model, state)
@@ -375,6 +407,7 @@ class EnginePyBullet(EngineBase):
         pybullet.resetBaseVelocity(model.robot, list(np.asarray(lin) + velocity), list(ang), **pb)
 
     def step(self, model: PyBulletModel, state: PyBulletState, torques: np.ndarray, n_substeps: int = 1) -> None:
+        model = _member(model, state)
         self._load(model, state)
         pb, c = dict(physicsClientId=model.client), model.canonical
         links = list(map(int, model.joint_link))
@@ -423,6 +456,7 @@ class EnginePyBullet(EngineBase):
         return h - f + M @ np.linalg.solve(M + A, tau - h + f), M, h
 
     def joint_state(self, model: PyBulletModel, state: PyBulletState) -> tuple[np.ndarray, np.ndarray]:
+        model = _member(model, state)
         self._load(model, state)
         c = model.canonical
         q, qd = self._joint_arrays(model)
@@ -448,6 +482,7 @@ class EnginePyBullet(EngineBase):
         return pos, quat, lin, ang
 
     def frame(self, model: PyBulletModel, state: PyBulletState, *, contacts: bool = False) -> SimFrame:
+        model = _member(model, state)
         c, pb = model.canonical, dict(physicsClientId=model.client)
         qpos, qvel = self.joint_state(model, state)
         if c.free_base:
@@ -496,6 +531,7 @@ class EnginePyBullet(EngineBase):
         return acc / max(total, 1e-12)
 
     def audit(self, model: PyBulletModel) -> list[AuditRow]:
+        model = model.base if isinstance(model, PyBulletWorlds) else model
         c, pb = model.canonical, dict(physicsClientId=model.client)
         dyn = [pybullet.getDynamicsInfo(model.robot, int(link), **pb) for link in model.body_link]
         floor_mu = 1.0
@@ -544,11 +580,20 @@ class EnginePyBullet(EngineBase):
         return audit_rows(c, got, notes)
 
     def close(self, model: PyBulletModel) -> None:
+        if isinstance(model, PyBulletWorlds):  # the batch's own servers; the model it was made from stays open
+            for member in model.members:
+                self.close(member)
+            return
         model.loaded, model.saved = None, []
         try:
             pybullet.disconnect(model.client)
         except pybullet.error:
             pass
+
+
+def _member(model, state):
+    """The server ``state`` lives in: ``model`` itself, or a batch's member (pybullet_worlds)."""
+    return model.member(state) if isinstance(model, PyBulletWorlds) else model
 
 
 def _body_inertia(m, b: int, with_armature: bool) -> tuple[np.ndarray, np.ndarray]:
