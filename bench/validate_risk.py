@@ -54,6 +54,7 @@ BEGIN, END = "<!-- validate:begin -->", "<!-- validate:end -->"
 FRACTIONS = (0.8, 0.9, 0.95)
 THRESHOLDS = tuple((h, m) for h in (0.25, 0.5, 1.0) for m in (1.5, 2.0, 3.0))
 TIE = 0.02
+SHIPPED = "-headroom (shipped: engines weighted)"
 CLASS = {"low": 0, "medium": 1, "high": 2}
 
 
@@ -136,6 +137,22 @@ def rank_metrics(scores, truth) -> tuple[float, float]:
     return (spearman(a, b), mmrv(a, b)) if a.size > 2 else (float("nan"), float("nan"))
 
 
+def paired_ci(a, b, stat, *, resamples: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``stat(a, b)`` over the policies (each resample draws policies
+    with replacement, a policy's score and true drop together; resamples where ``stat`` is undefined,
+    e.g. a constant sample, are skipped). How far a Spearman from a handful of policies can be trusted."""
+    a, b = _finite(a, b)
+    if a.size < 3:
+        return float("nan"), float("nan")
+    idx = np.random.default_rng(seed).integers(0, a.size, (resamples, a.size))
+    vals = np.array([stat(a[i], b[i]) for i in idx])
+    vals = vals[np.isfinite(vals)]
+    if vals.size == 0:
+        return float("nan"), float("nan")
+    tail = (1 - level) / 2 * 100
+    return float(np.percentile(vals, tail)), float(np.percentile(vals, 100 - tail))
+
+
 def headroom_score(s: dict, target: str, key: str = "headroom") -> float:
     """Negated headroom of a family (``all``: the least over the families): higher = riskier."""
     return -(least(s[key]) if target == "all" else s[key][target])
@@ -145,7 +162,7 @@ def predictors(recs: list[dict], fraction: float, target: str, seed: int = 0) ->
     scored = [r["scores"][str(fraction)] for r in recs]
     rng = np.random.default_rng([seed, TARGETS.index(target)])
     return {
-        "-headroom (shipped: engines weighted)": np.array([headroom_score(s, target) for s in scored]),
+        SHIPPED: np.array([headroom_score(s, target) for s in scored]),
         "-headroom, reference engine alone": np.array([headroom_score(s, target, "headroom_ref") for s in scored]),
         "baseline: nominal return (negated)": np.array([-s["nominal_return"] for s in scored]),
         "baseline: one-point drop at the expected gap": np.array(
@@ -159,14 +176,17 @@ def part_metrics(recs: list[dict], fraction: float, high: float, medium: float) 
     verdict and take no part in the rank metrics: they are counted."""
     refused = [r["name"] for r in recs if r["scores"][str(fraction)]["refused"]]
     ok = [r for r in recs if not r["scores"][str(fraction)]["refused"]]
-    out = {"n": len(recs), "refused": refused, "metrics": {}}
+    out = {"n": len(recs), "refused": refused, "metrics": {}, "ci": {}}
     for target in TARGETS:
         truth = [r["truth"]["drop"][target] for r in ok]
-        out["metrics"][target] = {name: rank_metrics(s, truth) for name, s in predictors(ok, fraction, target).items()}
+        scores = predictors(ok, fraction, target)
+        out["metrics"][target] = {name: rank_metrics(s, truth) for name, s in scores.items()}
+        out["ci"][target] = paired_ci(scores[SHIPPED], truth, spearman)
     verdicts = [classify(r["scores"][str(fraction)], high, medium) for r in ok]
     out["verdicts"] = {v: verdicts.count(v) for v in ("high", "medium", "low", "unknown")}
     classed = [(CLASS[v], r["truth"]["drop"]["all"]) for v, r in zip(verdicts, ok) if v in CLASS]
     out["kendall"] = kendall(*zip(*classed)) if len(classed) > 2 else float("nan")
+    out["ci"]["kendall"] = paired_ci(*zip(*classed), kendall) if len(classed) > 2 else (float("nan"),) * 2
     out["per_policy"] = [{"name": r["name"], "verdict": v, "truth": r["truth"]["drop"],
                           "headroom": r["scores"][str(fraction)]["headroom"]} for v, r in zip(verdicts, ok)]
     out["disagreement"] = disagreement(ok, fraction)
@@ -297,6 +317,17 @@ def tables(results: dict, grid: list[dict], chosen, transfer: dict, preferred=No
         v = r["verdicts"]
         lines.append(f"| {p} | {r['n']} | {len(r['refused'])} | {v['high']} / {v['medium']} / {v['low']} / "
                      f"{v['unknown']} | {_f(r['kendall'])} |")
+    lines += ["", "95 % bootstrap intervals over the policies of each part (2,000 resamples of the ranked policies, "
+              "a policy's score and true drop drawn together, seeded): the shipped predictor's Spearman (table "
+              "below) and Kendall tau (above). With a handful of policies they are wide:", "",
+              "| statistic | " + " | ".join(f"{p} (n {r})" for p, r in
+                                            ((p, results[p]["n"] - len(results[p]["refused"])) for p in parts)) + " |",
+              "|---|" + "---|" * len(parts)]
+    for key in (*TARGETS, "kendall"):
+        label = "Kendall tau of class" if key == "kendall" else f"Spearman, {key}"
+        lines.append(f"| {label} | " + " | ".join(
+            f"{_f(results[p]['metrics'][key][SHIPPED][0] if key != 'kendall' else results[p]['kendall'])} "
+            f"[{_f(results[p]['ci'][key][0])}, {_f(results[p]['ci'][key][1])}]" for p in parts) + " |")
     lines += ["", "Spearman / MMRV against the true drop (a family's headroom against its own reality; the least "
               "headroom, and each baseline's aggregate, against the all-gaps reality):", "",
               "| target | predictor | " + " | ".join(parts) + " |", "|---|---|" + "---|" * len(parts)]
