@@ -17,7 +17,8 @@ With an engine that runs a batch as the worlds of one model (``worlds``: Newton)
 on ``worlds_model(model, n)``: the rows' physics advance in rounds, every row's k-th engine step
 call (which the engine only records) before any row's (k+1)-th, whose joint read steps all the
 worlds at once; so a per-physics-step torque law or a delay split into parts still makes one
-solver step for all rows per round.
+solver step for all rows per round. PyBullet's ``worlds_model`` is one server per episode, which
+steps at once; the rounds then change nothing but the order in which the servers step.
 """
 
 from __future__ import annotations
