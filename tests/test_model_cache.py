@@ -103,3 +103,15 @@ def test_only_the_newest_are_kept(scene, tmp_path, monkeypatch):
         _edit(obj, CUBE.replace("0.1", scale))
         _load(scene)
     assert len(list((tmp_path / "models").glob("*.mjb"))) == 2
+
+
+def test_editing_an_included_file_outside_the_folder_compiles_again(scene, tmp_path):
+    shared = tmp_path / "shared" / "body.xml"
+    shared.parent.mkdir()
+    shared.write_text('<mujoco><worldbody><body name="c" pos="1 0 0.5"><freejoint/>'
+                      '<geom type="box" size=".1 .1 .1" density="1000"/></body></worldbody></mujoco>')
+    scene.write_text(SCENE.replace("</mujoco>", '<include file="../shared/body.xml"/></mujoco>'))
+    light = _load(scene)
+    _edit(shared, shared.read_text().replace('density="1000"', 'density="3000"'))
+    heavy = _load(scene)
+    assert heavy.body_mass[2] == pytest.approx(3 * light.body_mass[2])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import NamedTuple
 
 from crosssim.errors import CrossSimError
 
@@ -34,16 +35,25 @@ class ModelTooLarge(CrossSimError):
     """A model file asks for more memory than crosssim's stated limits allow."""
 
 
-def check_model_files(path: str | Path) -> list[Path]:
+class ModelFiles(NamedTuple):
+    """The files a model names, as the size check found them."""
+
+    assets: list[Path]
+    """Meshes, height fields and textures."""
+    includes: list[Path]
+    """MJCF files it includes (nested includes too)."""
+
+
+def check_model_files(path: str | Path) -> ModelFiles:
     """Raise ModelTooLarge if the model at ``path`` (or a file it includes or names) is past a limit;
-    else the asset files (meshes, height fields, textures) it found.
+    else the files it names (crosssim.model_cache keys compiled models by them).
 
     Malformed XML is left to MuJoCo, whose own message names the error; files that do not
     exist are left to it too.
     """
     checker = _Checker(Path(path))
     checker.run()
-    return checker.assets
+    return ModelFiles(checker.assets, checker.includes)
 
 
 class _Checker:
@@ -52,6 +62,7 @@ class _Checker:
         self.dirs = {"mesh": main.parent, "texture": main.parent}
         self.files = 0
         self.assets: list[Path] = []
+        self.includes: list[Path] = []
 
     def run(self) -> None:
         self._file(self.main, depth=0)
@@ -82,6 +93,7 @@ class _Checker:
         elif tag == "include" and el.get("file"):
             found = self._find(el.get("file"), path, None)
             if found is not None:
+                self.includes.append(found)
                 self._file(found, depth + 1)
         elif tag == "hfield":
             self._hfield(el, path)

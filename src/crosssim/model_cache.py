@@ -6,7 +6,7 @@ binary file in a fraction of that; the stepped model is the same (bit-identical 
 steps). A scene without asset files compiles in milliseconds and is never cached.
 
 Key: MuJoCo's version and the sha256 of the scene's own folder (every file under it, names and
-bytes) and of every asset file the size check found elsewhere, so editing any file the scene may
+bytes) and of every asset and included file the size check found elsewhere, so editing any file the scene may
 read gives another key (a folder past ``MAX_FOLDER_BYTES`` or ``MAX_FOLDER_FILES`` is not cached).
 Files live in ``$CROSSSIM_MODEL_CACHE`` or ``$XDG_CACHE_HOME/crosssim/models`` (default
 ``~/.cache/crosssim/models``), never in the checkout, where a pull request could plant one; the
@@ -36,8 +36,9 @@ def cache_dir() -> Path | None:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "crosssim" / "models"
 
 
-def model_key(path: Path, assets: list[Path]) -> str | None:
-    """The cache key of the scene at ``path`` built from ``assets``; None where it is not cached."""
+def model_key(path: Path, assets: list[Path], includes: list[Path] = ()) -> str | None:
+    """The cache key of the scene at ``path`` built from ``assets`` (meshes, height fields, textures)
+    and ``includes``; None where it is not cached (no assets: it compiles in milliseconds)."""
     import mujoco
 
     if not assets:
@@ -50,7 +51,7 @@ def model_key(path: Path, assets: list[Path]) -> str | None:
             if len(files) > MAX_FOLDER_FILES or size > MAX_FOLDER_BYTES:
                 return None
     files.sort()
-    outside = sorted({a.resolve() for a in assets} - {f.resolve() for f in files})
+    outside = sorted({a.resolve() for a in [*assets, *includes]} - {f.resolve() for f in files})
     digest = hashlib.sha256(f"mujoco {mujoco.__version__}\n{path.name}\n".encode())
     for f in files + outside:
         digest.update(f"{f.relative_to(folder) if f.is_relative_to(folder) else f}\n".encode())
@@ -58,7 +59,7 @@ def model_key(path: Path, assets: list[Path]) -> str | None:
     return digest.hexdigest()[:32]
 
 
-def load_cached(path: Path, assets: list[Path]):
+def load_cached(path: Path, assets: list[Path], includes: list[Path] = ()):
     """(MjModel or None, key): the cached model of the scene, if there is one."""
     import mujoco
 
@@ -66,7 +67,7 @@ def load_cached(path: Path, assets: list[Path]):
     if folder is None:
         return None, None
     try:
-        key = model_key(path, assets)
+        key = model_key(path, assets, includes)
         if key is None:
             return None, None
         file = folder / f"{key}.mjb"

@@ -143,21 +143,22 @@ def load_mujoco_model(path: Path):
     """A fresh MjModel of the MJCF/URDF file at ``path`` (the caller may change it)."""
     import copy
 
-    assets = check_model_files(path)  # before MuJoCo allocates what the file asks for
+    files = check_model_files(path)  # before MuJoCo allocates what the file asks for
     stat = Path(path).stat()
     # A harness, its observation check and its task each read the scene: parse (meshes: 1.2-3.5 s
     # for the G1) once per file version, hand out copies; across processes and runs, a scene with
     # meshes loads its compiled model from crosssim.model_cache.
-    return copy.copy(_parsed(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, tuple(assets)))
+    return copy.copy(_parsed(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, tuple(files.assets),
+                             tuple(files.includes)))
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed(path: str, mtime_ns: int, size: int, assets: tuple = ()):
+def _parsed(path: str, mtime_ns: int, size: int, assets: tuple = (), includes: tuple = ()):
     import mujoco
 
     from crosssim import model_cache
 
-    cached, key = model_cache.load_cached(Path(path), list(assets))
+    cached, key = model_cache.load_cached(Path(path), list(assets), list(includes))
     if cached is not None:
         return cached
     try:
