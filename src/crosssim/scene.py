@@ -260,7 +260,8 @@ def write_mesh_obj(m, mesh: int, folder: Path) -> Path:
     if not path.exists():
         v0, nv = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
         f0, nf = m.mesh_faceadr[mesh], m.mesh_facenum[mesh]
-        lines = [f"v {x:.9g} {y:.9g} {z:.9g}" for x, y, z in m.mesh_vert[v0:v0 + nv]]
-        lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in m.mesh_face[f0:f0 + nf]]
-        path.write_text("\n".join(lines) + "\n")
+        # One %-format over the whole array (in C): the G1's 20 meshes took 2.2 s as a Python loop.
+        verts = ("v %.9g %.9g %.9g\n" * int(nv)) % tuple(np.asarray(m.mesh_vert[v0:v0 + nv], float).ravel().tolist())
+        faces = ("f %d %d %d\n" * int(nf)) % tuple((np.asarray(m.mesh_face[f0:f0 + nf]) + 1).ravel().tolist())
+        path.write_text(verts + faces)
     return path
