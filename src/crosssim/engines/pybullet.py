@@ -297,11 +297,18 @@ class EnginePyBullet(EngineBase):
         return model
 
     def worlds_ready(self, model: PyBulletModel) -> bool:
-        return model.source is not None
+        """A batch gets a server per episode, built as this one was: only where that is cheap. A
+        robot with mesh collision shapes (the G1: 1.6 s per server, most of it Bullet's hull of each
+        mesh) runs one episode at a time; a server would cost more than batching saves."""
+        if model.source is None:
+            return False
+        m = model.source[0].mj
+        return not bool(np.any(m.geom_type == int(GEOM.mjGEOM_MESH)))
 
     def worlds_model(self, model: PyBulletModel, n: int) -> PyBulletWorlds | None:
-        """``n`` servers built as ``model``'s was, one per episode of a lockstep batch."""
-        if model.source is None:
+        """``n`` servers built as ``model``'s was, one per episode of a lockstep batch (None where
+        ``worlds_ready`` says a server costs too much)."""
+        if not self.worlds_ready(model):
             return None
         members = []
         try:
