@@ -81,11 +81,11 @@ def test_engines_and_policies_that_cannot_batch_run_one_at_a_time(good_policy):
     card = load_card(Path(good_policy) / "card.yaml")
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
-    mujoco = open_engine(load_profile("mujoco"), harness.scene)
     try:  # Newton's Featherstone solver cannot run a batch as worlds (newton_worlds: SolverMuJoCo only)
         other = open_engine(load_profile("newton-featherstone"), harness.scene)
     except Exception as exc:  # an install without Newton
         pytest.skip(f"newton-featherstone: {exc}")
+    mujoco = open_engine(load_profile("mujoco"), harness.scene)
     assert can_batch(mujoco.engine, policy, mujoco.model) and not can_batch(other.engine, policy, other.model)
     base = dict(card_path=str(card.path), profile="newton-featherstone", episodes=EPISODES[:2], max_steps=60)
     assert _rows(EngineJob(**base, batch=True)) == _rows(EngineJob(**base))  # fell back, bit-identical
