@@ -37,19 +37,11 @@ def _both(engine: str, steps: int = 200):
     return sim, batched, alone
 
 
-def test_physx_lockstep_gives_the_one_at_a_time_rows():
-    sim, batched, alone = _both("physx")
-    assert sim.engine.capabilities.concurrent_states and can_batch(sim.engine, _Rowwise(AMPS))
-    assert len({r.length for r in alone.values()}) >= 2  # the episodes end at their own steps
-    for k, row in alone.items():
-        got = batched[k]
-        assert (got.ret, got.length, got.terminated, got.termination_reason, got.failure, got.metrics) == \
-            (row.ret, row.length, row.terminated, row.termination_reason, row.failure, row.metrics), k
-
-
-def test_pybullet_lockstep_gives_the_one_at_a_time_rows():
-    sim, batched, alone = _both("pybullet")
-    assert sim.engine.capabilities.worlds and can_batch(sim.engine, _Rowwise(AMPS), sim.model)
+@pytest.mark.parametrize("engine", ["physx", "pybullet"])
+def test_lockstep_gives_the_one_at_a_time_rows(engine):
+    """PhysX: one world per state; PyBullet: one server per episode (its worlds_model)."""
+    sim, batched, alone = _both(engine)
+    assert sim.engine.capabilities.concurrent_states and can_batch(sim.engine, _Rowwise(AMPS), sim.model)
     assert len({r.length for r in alone.values()}) >= 2  # the episodes end at their own steps
     for k, row in alone.items():
         got = batched[k]
