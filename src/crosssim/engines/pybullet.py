@@ -323,10 +323,7 @@ class EnginePyBullet(EngineBase):
     # -- contract ---------------------------------------------------------------------------
     def reset(self, model: PyBulletModel, initial: InitialState) -> PyBulletState:
         if isinstance(model, PyBulletWorlds):
-            member = model.take()
-            state = self.reset(member, initial)
-            model.hold(member, state)
-            return state
+            return self.reset(model.take(), initial)
         self._save_loaded(model)  # another live state keeps its values
         return self._put(model, PyBulletState(weakref.ref(model), np.zeros(model.canonical.joint_count)), initial)
 

@@ -13,8 +13,7 @@ forward's last bits aside).
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from crosssim.errors import EngineFailure
 
@@ -26,19 +25,13 @@ class PyBulletWorlds:
 
     base: object
     members: list
-    held: dict = field(default_factory=dict)
-    """id(member) -> weakref to the state it holds."""
 
     def take(self):
-        """A member no live state holds."""
+        """A member no live state holds (a server's ``loaded`` is the state in it, held weakly)."""
         for m in self.members:
-            ref = self.held.get(id(m))
-            if ref is None or ref() is None:
+            if m.loaded is None or m.loaded() is None:
                 return m
         raise EngineFailure(f"pybullet: all {len(self.members)} servers of this batch hold live states")
-
-    def hold(self, member, state) -> None:
-        self.held[id(member)] = weakref.ref(state)
 
     def member(self, state):
         """The member server ``state`` lives in (a state of another model is refused)."""
