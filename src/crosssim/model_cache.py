@@ -95,5 +95,5 @@ def store(model, key: str | None) -> None:
         kept = sorted(folder.glob("*.mjb"), key=lambda f: f.stat().st_mtime, reverse=True)
         for old in kept[KEEP:]:
             old.unlink(missing_ok=True)
-    except OSError:
+    except (OSError, ValueError):  # ValueError: MuJoCo could not write the file
         tmp.unlink(missing_ok=True)
