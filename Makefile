@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -57,6 +57,10 @@ clean-venv:
 validate: $(STAMP)
 	$(PY) bench/train_population.py
 	$(PY) bench/validate_risk.py $(ARGS)
+
+# How much of the validation's miss is measurement noise (docs/risk.md, "Retest"); after make validate.
+validate-retest: $(STAMP)
+	$(PY) bench/validate_retest.py $(ARGS)
 
 # Multi-engine training experiment (docs/multisim.md): trains 4 recipes x 4 seeds (cached), then evaluates.
 multisim: $(STAMP)

@@ -130,35 +130,69 @@ ROW_SOURCES = (SRC / "sweep.py", SRC / "perturb.py", SRC / "variant.py", SRC / "
 still skips every episode whose inputs are unchanged)."""
 
 
-def truth(entry: Entry, episodes: int) -> dict:
-    """True drop per family in the part's realities: 1 - mean reality return / mean nominal return,
-    clipped to [0, 1], both from the same loop (bench/realities*.py) over seeds 0..episodes-1."""
+def _returns(entry: Entry, seeds) -> dict[str, list[float]]:
+    """Per-episode returns of ``entry`` in the nominal loop (key ``nominal``) and in each reality of
+    its part (key: the family), one per seed, from the same loop (bench/realities*.py)."""
     from crosssim.card import load_card
     from crosssim.policies import load_policy
     from crosssim.runner.rollout import Harness
 
     module, reals, nominal = realities_of(entry.part)
-    h = _policy_key(entry)
-    h.update(f"truth{episodes}".encode() + _digest(Path(module.__file__), SRC / "tasks", SRC / "engines").encode())
-    path = CACHE / "truth" / f"{entry.name}-{h.hexdigest()[:16]}.json"
-    if path.exists():
-        return json.loads(path.read_text())
     card = load_card(entry.card)
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=True)
     run = module.run_heldout if entry.part == "untouched" else module.run_reality
-    seeds = range(episodes)
-    base = float(np.mean(run(harness, policy, nominal, episode_seeds=seeds)))
-    returns = {r.family: float(np.mean(run(harness, policy, r, episode_seeds=seeds))) for r in reals}
-    drops = {f: float(np.clip((base - v) / max(abs(base), 1e-9), 0.0, 1.0)) for f, v in returns.items()}
-    out = {"nominal_return": base, "reality_return": returns, "drop": drops,
-           "realities": [r.name for r in reals]}
+    out = {"nominal": [float(v) for v in run(harness, policy, nominal, episode_seeds=seeds)]}
+    for r in reals:
+        out[r.family] = [float(v) for v in run(harness, policy, r, episode_seeds=seeds)]
+    return out
+
+
+def drops(returns: dict[str, list[float]], idx=None) -> dict[str, float]:
+    """True drop per family: 1 - mean reality return / mean nominal return over the same episodes
+    (all, or those at positions ``idx``), clipped to [0, 1]."""
+    pick = (lambda v: np.asarray(v, float)) if idx is None else (lambda v: np.asarray(v, float)[idx])
+    base = float(np.mean(pick(returns["nominal"])))
+    return {f: float(np.clip((base - np.mean(pick(v))) / max(abs(base), 1e-9), 0.0, 1.0))
+            for f, v in returns.items() if f != "nominal"}
+
+
+def _truth_key(entry: Entry, tag: str) -> str:
+    """Cache key of a measurement in the part's realities: the policy, ``tag``, the realities' and the
+    engines' source."""
+    module = realities_of(entry.part)[0]
+    h = _policy_key(entry)
+    h.update(tag.encode() + _digest(Path(module.__file__), SRC / "tasks", SRC / "engines").encode())
+    return h.hexdigest()[:16]
+
+
+def truth(entry: Entry, episodes: int) -> dict:
+    """True drop per family in the part's realities (``drops``), over seeds 0..episodes-1; cached."""
+    path = CACHE / "truth" / f"{entry.name}-{_truth_key(entry, f'truth{episodes}')}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    returns = _returns(entry, range(episodes))
+    out = {"nominal_return": float(np.mean(returns["nominal"])),
+           "reality_return": {f: float(np.mean(v)) for f, v in returns.items() if f != "nominal"},
+           "drop": drops(returns), "realities": [r.name for r in realities_of(entry.part)[1]]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1))
     return out
 
 
-def run(entry: Entry, *, fraction: float, engines: tuple[str, ...], episodes: int, sweep_episodes: int) -> Path:
+def retest_returns(entry: Entry, seeds: range) -> dict[str, list[float]]:
+    """Per-episode returns at ``seeds`` (bench/validate_retest.py), cached per policy and seeds."""
+    path = CACHE / "retest" / f"{entry.name}-{_truth_key(entry, f'retest{seeds.start}:{seeds.stop}')}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    out = _returns(entry, seeds)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    return out
+
+
+def run(entry: Entry, *, fraction: float, engines: tuple[str, ...], episodes: int, sweep_episodes: int,
+        seed: int = 0) -> Path:
     """crossval rows (results.parquet) of ``entry`` at pass fraction ``fraction`` (the fraction
     decides which rungs the bisection visits); cached. Engines run in this process (``inline``:
     a worker's start-up under load cost more than its episodes)."""
@@ -167,10 +201,12 @@ def run(entry: Entry, *, fraction: float, engines: tuple[str, ...], episodes: in
 
     h = _policy_key(entry)
     h.update(f"{engines}{episodes}{sweep_episodes}{fraction}".encode() + _digest(*ROW_SOURCES).encode())
-    out = CACHE / "runs" / f"{entry.name}-f{fraction:g}-{h.hexdigest()[:16]}"
+    if seed:  # seed 0 keeps the key the first scoring's rows were cached under
+        h.update(f"seed{seed}".encode())
+    out = CACHE / "runs" / f"{entry.name}-f{fraction:g}{f'-s{seed}' if seed else ''}-{h.hexdigest()[:16]}"
     rows = out / "results.parquet"
     if not rows.exists():
         crossval(CrossvalConfig(policy=str(entry.card), engines=engines, episodes=episodes,
                                 sweep_episodes=sweep_episodes, pass_fraction=fraction, out=str(out), report=False,
-                                record=False, workers=1, trust_policy_code=True, seed=0, inline=True))
+                                record=False, workers=1, trust_policy_code=True, seed=seed, inline=True))
     return rows
