@@ -1,5 +1,6 @@
 """The HTML report in a real browser (headless Chromium driven by Playwright)."""
 
+import json
 import os
 import shutil
 
@@ -53,7 +54,6 @@ REAL = {"log_dir": "logs", "logs": ["walk-1", "walk-2"], "window_s": 1.0, "durat
 def gate_dir(run_dir, tmp_path_factory):
     """A copy of the run as `crosssim gate` leaves it: the base branch's run in baseline/ (here the same
     policy, so every change is zero) and a REAL section in summary.json."""
-    import json
 
     from crosssim.cli import main
 
@@ -105,6 +105,10 @@ def test_report_in_chromium(run_dir):
             assert "[" in page.locator("#engine-table tr[data-engine=mujoco] td").nth(1).inner_text()
             # What the verdict means, with its thresholds.
             assert "90 %" in page.locator("#thresholds").inner_text()  # the sweeps' pass fraction
+            # A random policy fails its task: no risk number anywhere, the verdict's support included.
+            risk = json.loads((run_dir / "summary.json").read_text())["risk"]
+            assert risk["verdict"] == "harness mismatch" and risk["verdict_support"] == {}
+            assert page.locator("#verdict-support").count() == 0
             # Filmstrips: the same instants in every engine, each frame captioned with its time.
             times = [[c.inner_text() for c in e.locator("figcaption").all()] for e in engines.all()]
             assert times[0] == times[1] and times[0][0] == "t = 0.00 s" and len(times[0]) == 6

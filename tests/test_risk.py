@@ -87,6 +87,27 @@ def test_profile_hand_computed(card):
     assert lo <= act.margin <= hi
 
 
+def test_verdict_support_calls_an_edge_verdict_uncertain(card):
+    """The verdict's support is the share of bootstrap resamples whose rule gives each class: a clean
+    medium is 100 % medium and says nothing more; a margin on the medium/low edge (1.5x the gap) with
+    a spread of episodes at the rung past it is called uncertain, and the classes it moves between
+    are named."""
+    clean = risk_profile(_rows(VISITED), card, reference="mujoco", resamples=200)
+    assert clean.verdict_support == {"medium": 1.0} and "uncertain" not in clean.message
+    assert clean.thresholds["verdict_support_min"] == 0.9
+    assert risk_profile(_rows(VISITED), card, reference="mujoco", resamples=0).verdict_support == {}
+
+    rows = _rows(VISITED, engines=(("mujoco", 1000.0),), episodes=4)
+    past = rows.condition == LADDERS["actuation"].condition(3)  # severity 2; rung 2 (severity 1) keeps 0.94
+    rows.loc[past, "return"] = [700.0, 1000.0, 860.0, 880.0]  # mean 0.86 of nominal: margin about 1.5
+    edge = risk_profile(rows, card, reference="mujoco", resamples=400)
+    assert edge.driver == "actuation" and edge.verdict in ("medium", "low")
+    assert set(edge.verdict_support) == {"medium", "low"} and sum(edge.verdict_support.values()) == pytest.approx(1.0)
+    assert edge.verdict_support[edge.verdict] < 0.9
+    assert f"uncertain: {edge.verdict} in {100 * edge.verdict_support[edge.verdict]:.0f}%" in edge.message
+    assert "more --sweep-episodes" in edge.message
+
+
 def test_tighter_deployment_gap_changes_the_verdict(card):
     rows = _rows(VISITED)
     wide = dataclasses.replace(card, deployment={"motor_strength": 0.3})  # severity 3: beyond the margin
@@ -158,10 +179,12 @@ def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
                                                                  for c in map(lad.condition, (1, 2))}
     again = runs[1].summary.risk
     assert {n: c.margin for n, c in again.components.items()} == {n: c.margin for n, c in risk.components.items()}
+    assert sum(risk.verdict_support.values()) == pytest.approx(1.0) and again.verdict_support == risk.verdict_support
     from crosssim.report import write_report
 
     html = write_report(tmp_path / "run0", filmstrips=False).read_text()
     assert 'id="dose-response"' in html and html.count("<tr><td>") >= 3 and "expected gap" in html
+    assert 'id="verdict-support"' in html and f"{risk.verdict.upper()} " in html.split('id="verdict-support"')[1]
 
 
 @pytest.mark.skipif(not (DR.exists() and NODR.exists()), reason="example DR/no-DR policies not present")

@@ -235,6 +235,10 @@ class RiskProfile:
     """Episodes per visited rung."""
     engine_disagreement: str = ""
     """How far the engines' sensitivities differ, in words (empty when they agree)."""
+    verdict_support: dict[str, float] = field(default_factory=dict)
+    """Share of the bootstrap resamples of the sweep episodes (visited rungs held fixed) whose
+    verdict rule gives each class; below the ``verdict_support_min`` threshold for the verdict the
+    message calls it uncertain. Empty without resamples. Optional (older summaries lack it)."""
 
 
 @dataclass(frozen=True)

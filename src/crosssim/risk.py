@@ -33,6 +33,12 @@ TASK_SUCCESS_MIN = 0.5
 # do not count in the margins (their curves are still shown): a policy that already fails there
 # cannot show how much further it tolerates.
 MIN_ENGINE_WEIGHT = 0.5
+# A verdict that fewer than this share of the bootstrap resamples give is called uncertain in its
+# message: on make validate's untouched part a crossval with another seed changed 5 of 11 verdicts,
+# and 4 of those 5 had a support below 0.9 in the first run (docs/risk.md, "Retest").
+VERDICT_SUPPORT_MIN = 0.9
+VERDICT_ORDER = ("high", "unknown", "medium", "low")
+"""Worst first: the family whose class comes first decides the verdict."""
 
 
 def clipped_drop(base: float, value: float) -> float:
@@ -174,7 +180,8 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 50
     metric = card.metric or task.primary_metric
     thresholds = {"pass_fraction": fraction, "high_below": HIGH_BELOW, "medium_below": MEDIUM_BELOW,
                   "min_engine_weight": MIN_ENGINE_WEIGHT,
-                  "claim_fraction": CLAIM_FRACTION, "task_success_min": TASK_SUCCESS_MIN}
+                  "claim_fraction": CLAIM_FRACTION, "task_success_min": TASK_SUCCESS_MIN,
+                  "verdict_support_min": VERDICT_SUPPORT_MIN}
     check = harness_check(df[(df.engine == reference) & (df.condition == "nominal")], card, reference, hints,
                           task=task, seed=seed, max_steps=max_steps)
     gap, source = deployment_gap(card, task)
@@ -234,33 +241,47 @@ def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 50
             verdict=verdict_for(headroom if np.isfinite(margin) else float("nan"), censored),
             engine_margins=engine_margins, engine_spread=float(max(trusted) - min(trusted)) if trusted else float("nan"),
             curves=cpoints)
-    return _verdict(components, weights, check, dict(common, sweep_episodes=n))
+    support = {}
+    if resamples and n > 1:
+        votes = [verdict_class({f: draws[f][i] for f in ladders}, gaps) for i in range(resamples)]
+        support = {v: votes.count(v) / len(votes) for v in VERDICT_ORDER if v in votes}
+    return _verdict(components, weights, check, dict(common, sweep_episodes=n, verdict_support=support))
+
+
+def verdict_class(numbers: dict[str, tuple], gaps: dict[str, float | None]) -> str:
+    """The verdict rule on one set of family numbers {family: (margin, censored, ...)}: unknown when a
+    margin is missing, else the worst class (VERDICT_ORDER) of the families with an expected gap, low
+    when none has one. ``_verdict`` applies it to the point values, the verdict's support to every
+    bootstrap resample."""
+    if any(not np.isfinite(x[0]) for x in numbers.values()):
+        return "unknown"
+    classes = [verdict_for(x[0] / gaps[f], x[1]) for f, x in numbers.items() if gaps[f] is not None]
+    return min(classes, key=VERDICT_ORDER.index) if classes else "low"
 
 
 def _verdict(components: dict[str, RiskComponent], weights, check, common) -> RiskProfile:
     """The least-headroom family decides; the message names it with its margin and the gap."""
     metric = common["metric"]
     scored = {f: c for f, c in components.items() if c.gap is not None}
-    order = {"high": 0, "unknown": 1, "medium": 2, "low": 3}
     if not scored:
         driver = None
     else:
-        driver = min(scored, key=lambda f: (order[scored[f].verdict],
+        driver = min(scored, key=lambda f: (VERDICT_ORDER.index(scored[f].verdict),
                                             scored[f].headroom if np.isfinite(scored[f].headroom) else -1.0))
     drops = {f: c.drop_at_gap for f, c in components.items()}
     worst = max(drops, key=lambda f: drops[f] if np.isfinite(drops[f]) else -1.0)
     agg = RiskAggregate(drop=drops[worst], ci95=components[worst].drop_at_gap_ci95, engine_weights=weights,
                         headroom=components[driver].headroom if driver else None,
                         headroom_ci95=components[driver].headroom_ci95 if driver else None, family=driver)
-    if any(not np.isfinite(c.margin) for c in components.values()):
-        verdict = "unknown"
+    verdict = verdict_class({f: (c.margin, c.censored) for f, c in components.items()},
+                            {f: c.gap for f, c in components.items()})
+    if verdict == "unknown" and any(not np.isfinite(c.margin) for c in components.values()):
         missing = [f for f, c in components.items() if not np.isfinite(c.margin)]
         message = f"unknown risk: no tolerance margin for {', '.join(missing)} (a sweep did not run: engine failure?)"
     elif driver is None:
-        verdict, message = "low", "low risk: no deployment gap is expected on any family"
+        message = "low risk: no deployment gap is expected on any family"
     else:
         c = components[driver]
-        verdict = c.verdict
         bound = ">= " if c.censored else ""
         message = (f"{verdict} risk: least headroom in {c.what.split(' (')[0]}: {metric} stays within "
                    f"{100 * common['thresholds']['pass_fraction']:.0f}% of nominal up to severity {bound}{c.margin:.2f} "
@@ -273,6 +294,11 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common) -> Ri
                              f" differ by {s:.1f}" for f, s in spread.items())
     if disagreement:
         message += f"; engines disagree on the tolerance ({disagreement})"
+    support = common.get("verdict_support") or {}
+    if support and support.get(verdict, 0.0) < common["thresholds"]["verdict_support_min"]:
+        others = ", ".join(f"{v} {100 * p:.0f}%" for v, p in support.items() if v != verdict)
+        message += (f"; uncertain: {verdict} in {100 * support.get(verdict, 0.0):.0f}% of the bootstrap resamples of the "
+                    f"sweep episodes ({others}): more --sweep-episodes narrow it")
     return RiskProfile(harness_check=check, components=components, aggregate=agg, verdict=verdict, driver=driver,
                        message=message, engine_disagreement=disagreement, **common)
 

@@ -170,10 +170,12 @@ THRESHOLD_TEXT = {
     "min_engine_weight": "an engine counts in the margins when the policy keeps this share of the reference there",
     "claim_fraction": "a card claim counts as met when the 95% CI of the measured value reaches this share of it",
     "task_success_min": "harness mismatch when fewer than this share of reference episodes succeed at the task",
+    "verdict_support_min": "the verdict is called uncertain when fewer than this share of the bootstrap resamples give it",
 }
 
 
-SHARES = {"pass_fraction", "min_engine_weight", "claim_fraction", "task_success_min", "low_below", "high_from"}
+SHARES = {"pass_fraction", "min_engine_weight", "claim_fraction", "task_success_min", "verdict_support_min",
+          "low_below", "high_from"}
 """Thresholds that are shares (shown as %); RATIOS are headrooms (margin / expected gap, shown as 1x)."""
 RATIOS = {"high_below", "medium_below"}
 
