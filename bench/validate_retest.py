@@ -19,11 +19,17 @@ Rule, committed before any retest ran (reported whatever it gives):
 3. The shipped predictor (the seed-0 crossvals `make validate` cached) against the 20-episode truth:
    Spearman with its 95 % bootstrap interval and MMRV, beside its score against the first truth, and
    the one-point baseline the same way.
-4. Predictor retest, on the parts given by ``--predictor-parts`` (the rule's part: untouched): the
+4. Predictor retest, on the parts given by ``--predictor-parts`` (the rule's part: untouched; the
+   selection part was added once the untouched one showed changed verdicts, default both): the
    crossvals again with seed CROSSVAL_SEED (2000; episodes 2000.., disjoint from the others), the
    same engines and episode counts; ``rel_pred`` = Spearman of the two crossvals' negated headroom
    per target, and the share of policies whose verdict is the same (a refusal counts as a verdict).
-5. Ceiling: with a perfect ranking underneath, an observed Spearman is at most about
+5. Verdict support (added after the untouched predictor retest, with crosssim.risk's
+   VERDICT_SUPPORT_MIN = 0.9 committed before the selection part's retest was scored): each
+   crossval's share of bootstrap resamples giving its own verdict (500 resamples, seed 0); a changed
+   verdict is *flagged* when either run's support is below the threshold. Reported per part: changed
+   verdicts flagged, unchanged verdicts flagged.
+6. Ceiling: with a perfect ranking underneath, an observed Spearman is at most about
    sqrt(rel_pred x rel_truth) (Spearman's attenuation; exact for Pearson correlations of normal
    scores, approximate here). Printed for the 5-episode truth `make validate` uses and for 20.
 
@@ -125,8 +131,26 @@ def predictor_retest(recs: list[dict], fraction: float) -> dict:
     same = [r["scores"][str(fraction)]["verdict"] == r["rescored"]["verdict"] for r in ok]
     out["same_verdict"] = float(np.mean(same)) if same else float("nan")
     out["verdicts"] = [{"name": r["name"], "seed0": r["scores"][str(fraction)]["verdict"],
-                        f"seed{CROSSVAL_SEED}": r["rescored"]["verdict"]} for r in ok]
+                        f"seed{CROSSVAL_SEED}": r["rescored"]["verdict"], "support": r["support"]} for r in ok]
+    def count(flagged, changed: bool) -> list[int]:
+        return [sum(f for f, s in zip(flagged, same) if s != changed), same.count(not changed)]
+
+    either = [min(r["support"]) < risk.VERDICT_SUPPORT_MIN for r in ok]
+    first = [r["support"][0] < risk.VERDICT_SUPPORT_MIN for r in ok]
+    out["flagged"] = {"changed": count(either, True), "unchanged": count(either, False),
+                      "changed_first": count(first, True), "unchanged_first": count(first, False)}
     return out
+
+
+def support(rows: Path, card_path: Path, fraction: float) -> float:
+    """Share of the bootstrap resamples (crosssim.risk's, 500, seed 0) that give the run's own verdict."""
+    import pandas as pd
+
+    from crosssim.card import load_card
+
+    prof = risk.risk_profile(pd.read_parquet(rows), load_card(card_path), reference="mujoco", fraction=fraction,
+                             resamples=500)
+    return float(prof.verdict_support.get(prof.verdict, 0.0))
 
 
 def _neg(s: dict, target: str) -> float:
@@ -157,10 +181,16 @@ def tables(results: dict, pred: dict) -> str:
             lines.append(f"| {target} | {_f(rp)} | {_f(ceiling(rp, t[target]['rel5']))} | "
                          f"{_f(ceiling(rp, t[target]['rel20']))} | {_f(t[target]['shipped_first'][0])} / "
                          f"{_f(t[target]['shipped_retest'][0])} |")
-        changed = ", ".join(f"{v['name']} {v['seed0']} -> {v[f'seed{CROSSVAL_SEED}']}" for v in p["verdicts"]
+        changed = ", ".join(f"{v['name']} {v['seed0']} -> {v[f'seed{CROSSVAL_SEED}']} (support "
+                            + "/".join(f"{x:.2f}" for x in v["support"]) + ")" for v in p["verdicts"]
                             if v["seed0"] != v[f"seed{CROSSVAL_SEED}"]) or "none"
+        fl = p["flagged"]
         text += (f"\n\nPredictor retest, {part} (n {p['n']}; crossval seed 0 against seed {CROSSVAL_SEED}): "
-                 f"same verdict for {p['same_verdict']:.0%} (changed: {changed}).\n\n" + "\n".join(lines))
+                 f"same verdict for {p['same_verdict']:.0%} (changed: {changed}). Verdict support below "
+                 f"{risk.VERDICT_SUPPORT_MIN:g} in either run: {fl['changed'][0]} of the {fl['changed'][1]} changed "
+                 f"verdicts, {fl['unchanged'][0]} of the {fl['unchanged'][1]} unchanged; in the seed-0 run alone: "
+                 f"{fl['changed_first'][0]} of {fl['changed_first'][1]} and {fl['unchanged_first'][0]} of "
+                 f"{fl['unchanged_first'][1]}.\n\n" + "\n".join(lines))
     return text
 
 
@@ -171,7 +201,7 @@ def main() -> None:
     ap.add_argument("--sweep-episodes", type=int, default=3)
     ap.add_argument("--engines", default="mujoco,pybullet")
     ap.add_argument("--population", default=None)
-    ap.add_argument("--predictor-parts", default="untouched", help="comma-separated parts to rerun crossval on")
+    ap.add_argument("--predictor-parts", default="untouched,selection", help="comma-separated parts to rerun crossval on")
     ap.add_argument("--shard", default="0/1", help="K/N: measure every N-th policy from the K-th; writes nothing")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -188,11 +218,14 @@ def main() -> None:
         rec = {"name": e.name, "truth": vp.truth(e, args.episodes), "scores": {str(fraction): s},
                "retest": vp.retest_returns(e, RETEST_SEEDS)}
         if e.part in pred_parts and not s["refused"]:
-            rec["rescored"] = score(vp.run(e, seed=CROSSVAL_SEED, **kw), e.card, fraction)
+            runs = vp.run(e, **kw), vp.run(e, seed=CROSSVAL_SEED, **kw)
+            rec["rescored"] = score(runs[1], e.card, fraction)
+            rec["support"] = [support(r, e.card, fraction) for r in runs]
         recs[e.part].append(rec)
         print(f"  {e.part:<9} {e.name:<30} retest drops "
               + " ".join(_f(v) for v in vp.drops(rec["retest"]).values())
-              + (f"  verdict {s['verdict']} / {rec['rescored']['verdict']}" if "rescored" in rec else ""), flush=True)
+              + (f"  verdict {s['verdict']} / {rec['rescored']['verdict']}, support "
+                 + "/".join(f"{x:.2f}" for x in rec["support"]) if "rescored" in rec else ""), flush=True)
     if n > 1:
         print(f"shard {k}/{n} measured in {(time.time() - start) / 60:.1f} min")
         return
