@@ -29,7 +29,13 @@ Rule, committed before any retest ran (reported whatever it gives):
    crossval's share of bootstrap resamples giving its own verdict (500 resamples, seed 0); a changed
    verdict is *flagged* when either run's support is below the threshold. Reported per part: changed
    verdicts flagged, unchanged verdicts flagged.
-6. Ceiling: with a perfect ranking underneath, an observed Spearman is at most about
+6. More sweep episodes (rule committed before these runs, after the rest was read): the untouched
+   part's predictor retest again at 8 episodes per visited rung (``--sweep-episodes 8 --parts
+   untouched``: seeds 0 and 2000, the same truths), reported whatever it gives: rel_pred, the share
+   of unchanged verdicts, the support flags and the scores against the 20-episode truth, beside
+   the 3-episode numbers. It answers whether the predictor's noise, not the design, caps the
+   untouched scores, and what a default of more sweep episodes buys.
+7. Ceiling: with a perfect ranking underneath, an observed Spearman is at most about
    sqrt(rel_pred x rel_truth) (Spearman's attenuation; exact for Pearson correlations of normal
    scores, approximate here). Printed for the 5-episode truth `make validate` uses and for 20.
 
@@ -206,6 +212,7 @@ def main() -> None:
     ap.add_argument("--engines", default="mujoco,pybullet")
     ap.add_argument("--population", default=None)
     ap.add_argument("--predictor-parts", default="untouched,selection", help="comma-separated parts to rerun crossval on")
+    ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated parts to measure")
     ap.add_argument("--shard", default="0/1", help="K/N: measure every N-th policy from the K-th; writes nothing")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -215,7 +222,8 @@ def main() -> None:
               sweep_episodes=args.sweep_episodes)
     pred_parts = tuple(p for p in args.predictor_parts.split(",") if p)
     recs: dict[str, list[dict]] = {p: [] for p in PARTS}
-    for i, e in enumerate(vp.population(args.population)):
+    parts = args.parts.split(",")
+    for i, e in enumerate(e for e in vp.population(args.population) if e.part in parts):
         if i % n != k:
             continue
         s = score(vp.run(e, **kw), e.card, fraction)
@@ -240,18 +248,22 @@ def main() -> None:
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
-    (out / "validate_retest.json").write_text(json.dumps({"results": results, "predictor": pred, "wall_s": wall},
-                                                         indent=1, default=str))
+    name = "validate_retest.json" if args.sweep_episodes == 3 else f"validate_retest-sweep{args.sweep_episodes}.json"
+    (out / name).write_text(json.dumps({"results": results, "predictor": pred, "wall_s": wall}, indent=1, default=str))
     if args.no_write:
         return
-    block = (f"{BEGIN}\nProduced by `make validate-retest` on {dt.date.today().isoformat()}: engines {args.engines}; "
+    begin, end = (BEGIN, END) if args.sweep_episodes == 3 else (f"<!-- retest-sweep{args.sweep_episodes}:begin -->",
+                                                               f"<!-- retest-sweep{args.sweep_episodes}:end -->")
+    cmd = "make validate-retest" + (f" ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else "")
+    block = (f"{begin}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: engines {args.engines}; "
              f"first truth {args.episodes} episodes (seeds 0..{args.episodes - 1}), retest {RETEST_EPISODES} "
-             f"(seeds {RETEST_SEEDS.start}..{RETEST_SEEDS.stop - 1}); predictor retest crossval seed {CROSSVAL_SEED}; "
+             f"(seeds {RETEST_SEEDS.start}..{RETEST_SEEDS.stop - 1}); crossvals with {args.sweep_episodes} episodes per visited rung, "
+             f"predictor retest seed {CROSSVAL_SEED}; "
              f"{wall / 60:.1f} min wall for this invocation (measurements cached in .cache/validation are read back)."
-             f"\n\n{text}\n{END}")
+             f"\n\n{text}\n{end}")
     doc = DOC.read_text()
-    if BEGIN in doc and END in doc:
-        DOC.write_text(doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):])
+    if begin in doc and end in doc:
+        DOC.write_text(doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):])
 
 
 if __name__ == "__main__":
