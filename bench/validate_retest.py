@@ -62,7 +62,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import validation_population as vp  # noqa: E402
-from validate_risk import CLASS, DOC, SHIPPED, _f, classify, paired_ci, predictors, rank_metrics, score  # noqa: E402
+from validate_risk import (CLASS, SHIPPED, _f, classify, invocation, paired_ci, predictors, rank_metrics,  # noqa: E402
+                           score, write_block)
 from validation_population import PARTS, TARGETS  # noqa: E402
 
 from crosssim import risk, sweep  # noqa: E402
@@ -74,7 +75,6 @@ BLOCK = 5
 """Episodes of the first measurement: the retest splits into blocks of this size."""
 CROSSVAL_SEED = 2000
 ONE_POINT = "baseline: one-point drop at the expected gap"
-BEGIN, END = "<!-- retest:begin -->", "<!-- retest:end -->"
 
 
 def spearman_brown(r: float, k: float) -> float:
@@ -248,22 +248,17 @@ def main() -> None:
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
-    name = "validate_retest.json" if args.sweep_episodes == 3 else f"validate_retest-sweep{args.sweep_episodes}.json"
-    (out / name).write_text(json.dumps({"results": results, "predictor": pred, "wall_s": wall}, indent=1, default=str))
+    suffix = "" if args.sweep_episodes == 3 else f"-sweep{args.sweep_episodes}"  # `make validate`'s 3: the main block
+    (out / f"validate_retest{suffix}.json").write_text(json.dumps({"results": results, "predictor": pred, "wall_s": wall},
+                                                                  indent=1, default=str))
     if args.no_write:
         return
-    begin, end = (BEGIN, END) if args.sweep_episodes == 3 else (f"<!-- retest-sweep{args.sweep_episodes}:begin -->",
-                                                               f"<!-- retest-sweep{args.sweep_episodes}:end -->")
-    cmd = "make validate-retest" + (f" ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else "")
-    block = (f"{begin}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: engines {args.engines}; "
-             f"first truth {args.episodes} episodes (seeds 0..{args.episodes - 1}), retest {RETEST_EPISODES} "
-             f"(seeds {RETEST_SEEDS.start}..{RETEST_SEEDS.stop - 1}); crossvals with {args.sweep_episodes} episodes per visited rung, "
-             f"predictor retest seed {CROSSVAL_SEED}; "
-             f"{wall / 60:.1f} min wall for this invocation (measurements cached in .cache/validation are read back)."
-             f"\n\n{text}\n{end}")
-    doc = DOC.read_text()
-    if begin in doc and end in doc:
-        DOC.write_text(doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):])
+    write_block(f"<!-- retest{suffix}:begin -->", f"<!-- retest{suffix}:end -->",
+                f"Produced by `{invocation('validate-retest')}` on {dt.date.today().isoformat()}: engines {args.engines}; "
+                f"first truth {args.episodes} episodes (seeds 0..{args.episodes - 1}), retest "
+                f"{RETEST_EPISODES} (seeds {RETEST_SEEDS.start}..{RETEST_SEEDS.stop - 1}); crossvals with "
+                f"{args.sweep_episodes} episodes per visited rung, predictor retest seed {CROSSVAL_SEED}; {wall / 60:.1f} "
+                f"min wall for this invocation (measurements cached in .cache/validation are read back).\n\n{text}")
 
 
 if __name__ == "__main__":

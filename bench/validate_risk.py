@@ -442,16 +442,23 @@ def main() -> None:
                                                         "transfer": transfer, "wall_s": wall}, indent=1, default=str))
     if args.no_write or args.only or "untouched" not in results:
         return
-    cmd = "make validate" + (f" ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else "")
-    block = (f"{BEGIN}\nProduced by `{cmd}` on {dt.date.today().isoformat()}: engines {', '.join(engines)}; "
-             f"{args.episodes} nominal episodes per engine, {args.sweep_episodes} per visited rung, "
-             f"{args.episodes} per reality; held-out realities sealed in {vp.sealed()}; "
-             f"{wall / 60:.1f} min wall for this invocation (crossvals and true drops cached in .cache/validation "
-             "are read back; a cold run takes hours here).\n\n"
-             f"{text}\n\n{per_policy(results)}\n{END}")
+    write_block(BEGIN, END, f"Produced by `{invocation('validate')}` on {dt.date.today().isoformat()}: engines "
+                f"{', '.join(engines)}; {args.episodes} nominal episodes per engine, {args.sweep_episodes} per visited "
+                f"rung, {args.episodes} per reality; held-out realities sealed in {vp.sealed()}; {wall / 60:.1f} min wall "
+                "for this invocation (crossvals and true drops cached in .cache/validation are read back; a cold run "
+                f"takes hours here).\n\n{text}\n\n{per_policy(results)}")
+
+
+def invocation(target: str) -> str:
+    """The make command that ran this script, with its arguments."""
+    return f"make {target}" + (f" ARGS=\"{' '.join(sys.argv[1:])}\"" if sys.argv[1:] else "")
+
+
+def write_block(begin: str, end: str, body: str) -> None:
+    """``body`` between the markers ``begin`` and ``end`` of docs/risk.md (nothing when one is missing)."""
     doc = DOC.read_text()
-    if BEGIN in doc and END in doc:
-        DOC.write_text(doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):])
+    if begin in doc and end in doc:
+        DOC.write_text(doc[:doc.index(begin)] + f"{begin}\n{body}\n{end}" + doc[doc.index(end) + len(end):])
 
 
 if __name__ == "__main__":
