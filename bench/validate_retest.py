@@ -62,8 +62,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import validation_population as vp  # noqa: E402
-from validate_risk import (CLASS, SHIPPED, _f, classify, invocation, paired_ci, predictors, rank_metrics,  # noqa: E402
-                           score, write_block)
+from validate_risk import (CLASS, SHIPPED, _f, classify, headroom_score, invocation, paired_ci, predictors,  # noqa: E402
+                           rank_metrics, score, write_block)
 from validation_population import PARTS, TARGETS  # noqa: E402
 
 from crosssim import risk, sweep  # noqa: E402
@@ -141,6 +141,7 @@ def predictor_retest(recs: list[dict], fraction: float) -> dict:
     out["same_verdict"] = float(np.mean(same)) if same else float("nan")
     out["verdicts"] = [{"name": r["name"], "seed0": r["scores"][str(fraction)]["verdict"],
                         f"seed{CROSSVAL_SEED}": r["rescored"]["verdict"], "support": r["support"]} for r in ok]
+
     def count(flagged, changed: bool) -> list[int]:
         return [sum(f for f, s in zip(flagged, same) if s != changed), same.count(not changed)]
 
@@ -163,10 +164,8 @@ def support(rows: Path, card_path: Path, fraction: float) -> float:
 
 
 def _neg(s: dict, target: str) -> float:
-    if s["refused"]:
-        return float("nan")
-    h = s["headroom"]
-    return -(min(v for v in h.values() if np.isfinite(v)) if target == "all" else h[target])
+    """validate_risk's negated headroom; NaN for a run the harness check refused."""
+    return float("nan") if s["refused"] else headroom_score(s, target)
 
 
 def tables(results: dict, pred: dict) -> str:
