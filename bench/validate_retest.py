@@ -25,10 +25,10 @@ Rule, committed before any retest ran (reported whatever it gives):
    same engines and episode counts; ``rel_pred`` = Spearman of the two crossvals' negated headroom
    per target, and the share of policies whose verdict is the same (a refusal counts as a verdict).
 5. Verdict support (added after the untouched predictor retest, with crosssim.risk's
-   VERDICT_SUPPORT_MIN = 0.9 committed before the selection part's retest was scored): each
-   crossval's share of bootstrap resamples giving its own verdict (500 resamples, seed 0); a changed
-   verdict is *flagged* when either run's support is below the threshold. Reported per part: changed
-   verdicts flagged, unchanged verdicts flagged.
+   VERDICT_SUPPORT_MIN = 0.9 committed before the selection part's supports were computed): each
+   crossval's share of bootstrap resamples giving its own verdict (500 resamples, seed 0); a verdict
+   is *flagged* when its support is below the threshold. Reported per part: changed and unchanged
+   verdicts flagged in either run, and in the seed-0 run alone (what one user run shows).
 6. More sweep episodes (rule committed before these runs, after the rest was read): the untouched
    part's predictor retest again at 8 episodes per visited rung (``--sweep-episodes 8 --parts
    untouched``: seeds 0 and 2000, the same truths), reported whatever it gives: rel_pred, the share
@@ -39,11 +39,13 @@ Rule, committed before any retest ran (reported whatever it gives):
    sqrt(rel_pred x rel_truth) (Spearman's attenuation; exact for Pearson correlations of normal
    scores, approximate here). Printed for the 5-episode truth `make validate` uses and for 20.
 
-    .venv/bin/python bench/validate_retest.py [--shard K/N] [--predictor-parts untouched] [--no-write]
+    .venv/bin/python bench/validate_retest.py [--sweep-episodes 3] [--parts ...] [--predictor-parts ...]
+                                              [--shard K/N] [--no-write]
 
 ``--shard K/N`` measures every N-th policy only (one process per core; the caches are shared), and
 writes nothing. A run without it reads the caches back and writes the tables into docs/risk.md
-between the retest markers and bench/results/validate_retest.json.
+between the retest markers and bench/results/validate_retest.json (``-sweepN`` in both names for
+another number of sweep episodes).
 """
 
 from __future__ import annotations
