@@ -148,6 +148,7 @@ def test_mismatch_has_no_risk_numbers_anywhere(tmp_path, card, capsys):
     print_risk(run.summary.risk)
     out = capsys.readouterr().out
     assert "HARNESS MISMATCH" in out and "aggregate" not in out and "predicted drop" not in out
+    assert "verdict support" not in out and data["verdict_support"] == {}
     html = next((tmp_path / "run").glob("*.html")).read_text()
     assert 'id="no-risk"' in html and "every gap at once" not in html
 

@@ -180,6 +180,14 @@ def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
     again = runs[1].summary.risk
     assert {n: c.margin for n, c in again.components.items()} == {n: c.margin for n, c in risk.components.items()}
     assert sum(risk.verdict_support.values()) == pytest.approx(1.0) and again.verdict_support == risk.verdict_support
+    import io
+
+    from crosssim.cli import print_risk
+
+    printed = io.StringIO()
+    print_risk(risk, file=printed)
+    line = printed.getvalue().split("verdict support (share of bootstrap resamples of the sweep episodes per class): ")[1]
+    assert f"{risk.verdict} {100 * risk.verdict_support.get(risk.verdict, 0):.0f}%" in line.splitlines()[0]
     from crosssim.report import write_report
 
     html = write_report(tmp_path / "run0", filmstrips=False).read_text()

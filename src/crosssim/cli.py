@@ -157,6 +157,9 @@ def print_risk(risk, file=None) -> None:
     print("engine margins: " + "; ".join(f"{name} " + ", ".join(f"{e} {_fmt(m, 2)}" for e, m in c.engine_margins.items())
                                          for name, c in risk.components.items()), file=file)
     print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
+    if risk.verdict_support:
+        print("verdict support (share of bootstrap resamples of the sweep episodes per class): "
+              + ", ".join(f"{v} {100 * p:.0f}%" for v, p in risk.verdict_support.items()), file=file)
 
 
 def cmd_crossval(args) -> int:
