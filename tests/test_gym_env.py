@@ -22,6 +22,25 @@ except ImportError:
     pass
 
 
+@pytest.mark.parametrize("engine", [pytest.param("mujoco"), pytest.param("pybullet", marks=pytest.mark.xfail(
+    strict=True, reason="known bug, found 2026-12-02: in PyBullet the first step after a reset depends on the "
+    "episode before it (here the cart does not move in a server's first episode and does in every later one; over "
+    "300 seeds about 5 % of reset+step pairs differ), so gymnasium's determinism check fails now and then; "
+    "restoreState plus re-issued motors, zero torques or warmStartingFactor 0 did not remove it"))])
+def test_a_reset_forgets_the_episode_before_it(engine):
+    """The same seed and action give the same first step, whatever ran before in the same env. Strict
+    xfail for PyBullet: when the bug is fixed this test says so, and the mark goes."""
+    if engine not in ENGINES:
+        pytest.skip(f"{engine} not installed")
+    env = make_env("InvertedDoublePendulum", engine=engine)
+    env.action_space.seed(40)
+    action = env.action_space.sample()
+    first = [env.reset(seed=40) and env.step(action)[0] for _ in range(3)]
+    env.close()
+    np.testing.assert_array_equal(first[0], first[1])
+    np.testing.assert_array_equal(first[1], first[2])
+
+
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_env_checker(task, engine):
