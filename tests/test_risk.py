@@ -93,7 +93,7 @@ def test_verdict_support_calls_an_edge_verdict_uncertain(card):
     a spread of episodes at the rung past it is called uncertain, and the classes it moves between
     are named."""
     clean = risk_profile(_rows(VISITED), card, reference="mujoco", resamples=200)
-    assert clean.verdict_support == {"medium": 1.0} and "uncertain" not in clean.message
+    assert clean.verdict_support == {"medium": 1.0} and "uncertain" not in clean.message and not clean.uncertain
     assert clean.thresholds["verdict_support_min"] == 0.9
     assert risk_profile(_rows(VISITED), card, reference="mujoco", resamples=0).verdict_support == {}
 
@@ -103,7 +103,7 @@ def test_verdict_support_calls_an_edge_verdict_uncertain(card):
     edge = risk_profile(rows, card, reference="mujoco", resamples=400)
     assert edge.driver == "actuation" and edge.verdict in ("medium", "low")
     assert set(edge.verdict_support) == {"medium", "low"} and sum(edge.verdict_support.values()) == pytest.approx(1.0)
-    assert edge.verdict_support[edge.verdict] < 0.9
+    assert edge.verdict_support[edge.verdict] < 0.9 and edge.uncertain
     assert f"uncertain: {edge.verdict} in {100 * edge.verdict_support[edge.verdict]:.0f}%" in edge.message
     assert "more --sweep-episodes" in edge.message
 

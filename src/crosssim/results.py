@@ -240,6 +240,17 @@ class RiskProfile:
     verdict rule gives each class; below the ``verdict_support_min`` threshold for the verdict the
     message calls it uncertain. Empty without resamples. Optional (older summaries lack it)."""
 
+    @property
+    def uncertain(self) -> bool:
+        """Fewer than ``thresholds["verdict_support_min"]`` of the resamples give the verdict."""
+        return verdict_uncertain(self.verdict_support, self.verdict, self.thresholds)
+
+
+def verdict_uncertain(support: dict[str, float], verdict: str, thresholds: dict[str, float]) -> bool:
+    """The one rule for calling a verdict uncertain (crosssim.risk's message, the report): its share of
+    the bootstrap resamples is below the ``verdict_support_min`` threshold; never without a support."""
+    return bool(support) and support.get(verdict, 0.0) < thresholds.get("verdict_support_min", 0.0)
+
 
 @dataclass(frozen=True)
 class RunSummary:

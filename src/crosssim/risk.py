@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskProfile, RungPoint
+from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskProfile, RungPoint, verdict_uncertain
 from crosssim import sweep
 from crosssim.sweep import PASS_FRACTION, curve_at, margin_from_curve, retained
 from crosssim.text import number
@@ -295,7 +295,7 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common) -> Ri
     if disagreement:
         message += f"; engines disagree on the tolerance ({disagreement})"
     support = common.get("verdict_support") or {}
-    if support and support.get(verdict, 0.0) < common["thresholds"]["verdict_support_min"]:
+    if verdict_uncertain(support, verdict, common["thresholds"]):
         others = ", ".join(f"{v} {100 * p:.0f}%" for v, p in support.items() if v != verdict)
         message += (f"; uncertain: {verdict} in {100 * support.get(verdict, 0.0):.0f}% of the bootstrap resamples of the "
                     f"sweep episodes ({others}): more --sweep-episodes narrow it")
