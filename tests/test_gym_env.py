@@ -35,7 +35,10 @@ def test_a_reset_forgets_the_episode_before_it(engine):
     env = make_env("InvertedDoublePendulum", engine=engine)
     env.action_space.seed(40)
     action = env.action_space.sample()
-    first = [env.reset(seed=40) and env.step(action)[0] for _ in range(3)]
+    first = []
+    for _ in range(3):
+        env.reset(seed=40)
+        first.append(env.step(action)[0])
     env.close()
     np.testing.assert_array_equal(first[0], first[1])
     np.testing.assert_array_equal(first[1], first[2])
