@@ -6,8 +6,9 @@ binary file in a fraction of that; the stepped model is the same (bit-identical 
 steps). A scene without asset files compiles in milliseconds and is never cached.
 
 Key: MuJoCo's version and the sha256 of the scene's own folder (every file under it, names and
-bytes) and of every asset and included file the size check found elsewhere, so editing any file the scene may
-read gives another key (a folder past ``MAX_FOLDER_BYTES`` or ``MAX_FOLDER_FILES`` is not cached).
+bytes) and of every asset and included file the size check found elsewhere, so editing any file
+the scene may read gives another key (a folder past ``MAX_FOLDER_BYTES`` or ``MAX_FOLDER_FILES`` is
+not cached).
 Files live in ``$CROSSSIM_MODEL_CACHE`` or ``$XDG_CACHE_HOME/crosssim/models`` (default
 ``~/.cache/crosssim/models``), never in the checkout, where a pull request could plant one; the
 newest ``KEEP`` are kept. ``CROSSSIM_MODEL_CACHE=off`` compiles every time. A file that does not
