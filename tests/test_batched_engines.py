@@ -1,7 +1,8 @@
 """Lockstep batches on engines other than MuJoCo: PhysX steps one world per episode (a state is a
 world of its own), so a batch gives the same rows as one episode at a time, bit for bit, when the
 policy's rows do not depend on each other; PyBullet gives a batch one server per episode (a
-server holds one world), with the same rows. Newton batches as N worlds of one model: tests/test_newton_worlds.py."""
+server holds one world), with the same rows. Newton batches as N worlds of one model:
+tests/test_newton_worlds.py."""
 
 import pytest
 from conftest import CARDS, requires_fixtures
