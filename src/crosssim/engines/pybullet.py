@@ -157,13 +157,19 @@ class EnginePyBullet(EngineBase):
             **pb,
         )
         floor_friction = 1.0
-        # World geoms (floor, terrain) become one static body; friction 1 there, see _link_friction.
+        # World geoms (floor, terrain, rails) become static bodies, one per contype/conaffinity
+        # pair so that _filter_world_pairs can follow MuJoCo's bits; friction 1 there, see
+        # _link_friction.
         world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
-        floor = None
+        worlds: list[tuple[int, list[int]]] = []
+        for bits in sorted({(int(m.geom_contype[g]), int(m.geom_conaffinity[g])) for g in world_geoms}):
+            geoms = [g for g in world_geoms if (int(m.geom_contype[g]), int(m.geom_conaffinity[g])) == bits]
+            body = pybullet.createMultiBody(0, _shape_array(m, geoms, mesh_dir, client), -1, [0, 0, 0], [0, 0, 0, 1],
+                                            **pb)
+            pybullet.changeDynamics(body, -1, lateralFriction=1.0, **pb)
+            worlds.append((body, geoms))
+        floor = worlds[0][0] if worlds else None
         if world_geoms:
-            shape = _shape_array(m, world_geoms, mesh_dir, client)
-            floor = pybullet.createMultiBody(0, shape, -1, [0, 0, 0], [0, 0, 0, 1], **pb)
-            pybullet.changeDynamics(floor, -1, lateralFriction=1.0, **pb)
             floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms))
 
         armature = str(s.get("armature", "auto"))
@@ -242,6 +248,7 @@ class EnginePyBullet(EngineBase):
         for b in range(1, m.nbody):
             link = int(body_link[b])
             pybullet.changeDynamics(robot, link, localInertiaDiagonal=list(inertia[b][0]), **pb)
+        _filter_world_pairs(m, worlds, robot, body_link, client)
         for b in range(1, m.nbody):
             friction = _link_friction(m, b, floor_friction)
             if friction is not None:
@@ -660,6 +667,26 @@ def _link_kwargs(links) -> dict:
 
 def _collides(m, g: int) -> bool:
     return bool(m.geom_contype[g] or m.geom_conaffinity[g])
+
+
+def _mj_pair(m, g1: int, g2: int) -> bool:
+    """MuJoCo's dynamic filter: two geoms may touch when either's contype meets the other's conaffinity."""
+    return bool((m.geom_contype[g1] & m.geom_conaffinity[g2]) or (m.geom_contype[g2] & m.geom_conaffinity[g1]))
+
+
+def _filter_world_pairs(m, worlds: list[tuple[int, list[int]]], robot: int, body_link: np.ndarray,
+                        client: int) -> None:
+    """Switch off each world-body/link pair whose geoms MuJoCo never lets touch. Bullet collides
+    every shape by default: gymnasium's cart-poles (contype 0 everywhere) had their cart and pole
+    inside the rail from the first step, thrown at Bullet's 100 rad/s velocity clamp, and the
+    penetration left in the contact cache made each episode's first step depend on the one before.
+    Per link, a pair collides when any geom of the link may touch any geom of the world body
+    (world bodies are split by their bits, links are not: a link mixing bits is approximate)."""
+    for world, geoms in worlds:
+        for b in range(1, m.nbody):
+            own = _body_geoms(m, b)
+            if own and not any(_mj_pair(m, gw, g) for gw in geoms for g in own):
+                pybullet.setCollisionFilterPair(world, robot, -1, int(body_link[b]), 0, physicsClientId=client)
 
 
 def _body_geoms(m, b: int) -> list[int]:
