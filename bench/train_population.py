@@ -6,6 +6,8 @@ Policies of varied robustness, in two splits that `make validate` keeps apart:
 - ``untouched``: Walker2d-v4 and Ant-v4, PPO at two budgets (250k, 500k steps: 1M did not fit a
   2-core session beside the evaluation), seeds, with and without domain randomisation. Never used
   to choose anything; reported once the design is frozen.
+- ``untouched2``: new Walker2d-v4 and Ant-v4 seeds and budgets, and InvertedDoublePendulum-v4
+  (``UNTOUCHED2``): the test of the next design round, unseen until it is frozen.
 
 Training runs in gymnasium's own ``-v4`` environments (not crosssim's harness: about ten times
 faster here, and the policies are then foreign to crosssim as a user's would be). Domain
@@ -29,12 +31,22 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / ".cache" / "population"
-PERIOD = {"Hopper": 0.008, "HalfCheetah": 0.05, "Walker2d": 0.008, "Ant": 0.05}
+PERIOD = {"Hopper": 0.008, "HalfCheetah": 0.05, "Walker2d": 0.008, "Ant": 0.05, "InvertedDoublePendulum": 0.05}
 EXTENSION = ((500_000, False, 1), (500_000, True, 1))
 """Added to the untouched split after its first scoring (2026-12-01, n = 7 ranked: the 250k Ant
 policies fall), by a rule fixed before any of these trained: the second seed of both 500k budgets,
 for both tasks, all four reported whatever they score. Only the test grows; the design stays frozen."""
 SPLIT = {"Hopper": "selection", "HalfCheetah": "selection", "Walker2d": "untouched", "Ant": "untouched"}
+UNTOUCHED2 = {
+    "Walker2d": ((200_000, False, 2), (200_000, True, 2), (400_000, False, 3), (400_000, True, 3)),
+    "Ant": ((200_000, False, 2), (200_000, True, 2), (400_000, False, 3), (400_000, True, 3)),
+    "InvertedDoublePendulum": ((50_000, False, 0), (50_000, True, 0), (150_000, False, 1), (150_000, True, 1)),
+}
+"""The second untouched split (2026-12-02), fixed before any of it trained: the first untouched split
+has been looked at three times (scored, extended, retested), so the next design round needs a test
+nobody has seen. New seeds and budgets for the two untouched tasks and a task no part has used
+(InvertedDoublePendulum: actuation and timing only, it has no contacts). Scored once, in the sealed
+bench/realities_heldout2.py, after the next design is frozen (docs/risk.md, "Second untouched part")."""
 
 
 def population() -> list[dict]:
@@ -50,6 +62,9 @@ def population() -> list[dict]:
             out.append(dict(task=task, budget=budget, dr=dr, seed=seed))
     for p in out:
         p["split"] = SPLIT[p["task"]]
+    for task, specs in UNTOUCHED2.items():
+        out += [dict(task=task, budget=b, dr=dr, seed=seed, split="untouched2") for b, dr, seed in specs]
+    for p in out:
         p["name"] = f"{p['task'].lower()}-ppo-{p['budget'] // 1000}k-{'dr' if p['dr'] else 'nodr'}-s{p['seed']}"
     return out
 
@@ -138,12 +153,14 @@ def train(spec: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--split", choices=("selection", "untouched"), default=None)
+    ap.add_argument("--split", choices=("selection", "untouched", "untouched2"), default=None)
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
     for spec in population():
         if args.split not in (None, spec["split"]) or args.only not in (None, spec["name"]):
             continue
+        if args.split is None and args.only is None and spec["split"] == "untouched2":
+            continue  # trained on request only (--split untouched2): `make validate` does not score it yet
         if args.list:
             print(spec["split"], spec["name"])
         else:

@@ -85,14 +85,15 @@ def population(pop_dir: Path | None = None) -> list[Entry]:
         out.append(Entry(card.name, path, "design", _task(card.task)))
     for spec in trained_population():
         path = pop_dir / spec["name"] / "card.yaml"
-        if path.exists():
+        if spec["split"] in PARTS and path.exists():  # untouched2 waits for the next frozen design
             out.append(Entry(spec["name"], path, spec["split"], spec["task"]))
     return out
 
 
 def missing_trained(pop_dir: Path | None = None) -> list[str]:
     pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
-    return [s["name"] for s in trained_population() if not (pop_dir / s["name"] / "card.yaml").exists()]
+    return [s["name"] for s in trained_population()
+            if s["split"] in PARTS and not (pop_dir / s["name"] / "card.yaml").exists()]
 
 
 def _task(name: str) -> str:

@@ -40,6 +40,22 @@ def test_untouched_tasks_are_nowhere_in_the_selection_part():
     assert chosen_on and not untouched & chosen_on
 
 
+def test_the_second_untouched_part_is_new_and_stays_out_of_the_validation():
+    """untouched2 (the next round's test): tasks no choosing part uses, no policy of the first
+    untouched part again, and `make validate`'s population leaves it out until it is scored."""
+    specs = population()
+    second = [p for p in specs if p["split"] == "untouched2"]
+    chosen_on = {p["task"] for p in specs if p["split"] == "selection"} | {"Hopper", "HalfCheetah"}
+    assert {p["task"] for p in second} == {"Walker2d", "Ant", "InvertedDoublePendulum"}
+    assert not {p["task"] for p in second} & chosen_on
+    first = {(p["task"], p["budget"], p["dr"], p["seed"]) for p in specs if p["split"] == "untouched"}
+    assert not first & {(p["task"], p["budget"], p["dr"], p["seed"]) for p in second}
+    assert len({p["name"] for p in specs}) == len(specs)
+    from validation_population import PARTS
+
+    assert "untouched2" not in PARTS
+
+
 def test_held_out_mechanisms_are_neither_swept_nor_in_the_selection_realities():
     held_out = {k for names in rh.MECHANISMS.values() for k in names}
     swept = {axis for lad in LADDERS.values() for axis, _ in lad.axes} | {f.name for f in fields(Perturbation)}
