@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -61,6 +61,12 @@ validate: $(STAMP)
 # How much of the validation's miss is measurement noise (docs/risk.md, "Retest"); after make validate.
 validate-retest: $(STAMP)
 	$(PY) bench/validate_retest.py $(ARGS)
+
+# The second untouched part (docs/risk.md, "Second untouched part"): scored once, after a commit
+# says "FROZEN for untouched2"; it refuses before.
+validate-untouched2: $(STAMP)
+	$(PY) bench/train_population.py --split untouched2
+	$(PY) bench/validate_untouched2.py $(ARGS)
 
 # Multi-engine training experiment (docs/multisim.md): trains 4 recipes x 4 seeds (cached), then evaluates.
 multisim: $(STAMP)

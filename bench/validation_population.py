@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import realities  # noqa: E402
 import realities_heldout  # noqa: E402
+import realities_heldout2  # noqa: E402
 from train_population import population as trained_population  # noqa: E402
 
 CACHE = ROOT / ".cache" / "validation"
@@ -40,22 +41,41 @@ FAMILIES = ("actuation", "timing", "contact")
 TARGETS = (*FAMILIES, "all")
 
 SEALED = "bench/realities_heldout.py"
+SEALED2 = "bench/realities_heldout2.py"
+FROZEN_TAG = "FROZEN for untouched2"
+"""The words a commit message carries when it freezes the design the second untouched part tests
+(bench/validate_untouched2.py refuses to score that part before such a commit exists)."""
 
 
-def sealed() -> str:
-    """The commit that sealed the held-out realities (its message says SEALED), and whether the
-    file changed after it (the untouched part must be scored in the sealed realities)."""
+def _git_log(*extra: str, root: Path = ROOT) -> list[str]:
     import subprocess
 
-    def log(*extra):
-        out = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%h", *extra, "--", SEALED],
-                             capture_output=True, text=True)
-        return out.stdout.split()
+    out = subprocess.run(["git", "-C", str(root), "log", "--format=%h", *extra], capture_output=True, text=True)
+    return out.stdout.split()
 
-    seal, every = log("--grep=SEALED"), log()
+
+def frozen(root: Path = ROOT) -> str | None:
+    """The newest commit whose message says ``FROZEN_TAG``, if the seal of ``SEALED2`` is among
+    its ancestors (a design frozen before the test existed cannot have been frozen for it)."""
+    import subprocess
+
+    freeze = _git_log(f"--grep={FROZEN_TAG}", "--fixed-strings", root=root)
+    seal = _git_log("--grep=SEALED", "--", SEALED2, root=root)
+    if not freeze or not seal:
+        return None
+    after = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", seal[0], freeze[0]]).returncode == 0
+    return freeze[0] if after else None
+
+
+def sealed(path: str = SEALED) -> str:
+    """The commit that sealed the held-out realities at ``path`` (its message says SEALED), and
+    whether the file changed after it (an untouched part must be scored in the sealed realities)."""
+    import subprocess
+
+    seal, every = _git_log("--grep=SEALED", "--", path), _git_log("--", path)
     if not seal:
         return "not sealed in git"
-    dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", SEALED]).returncode
+    dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", path]).returncode
     changed = every[0] != seal[0] or dirty  # the newest seal must be the file's last change
     return f"{seal[0]}" + (" (CHANGED since: the untouched numbers are not a held-out test)" if changed else "")
 
@@ -90,6 +110,16 @@ def population(pop_dir: Path | None = None) -> list[Entry]:
     return out
 
 
+def population2(pop_dir: Path | None = None) -> tuple[list[Entry], list[str]]:
+    """The second untouched part (bench/train_population.py's ``untouched2``): its entries, and the
+    names not trained yet."""
+    pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
+    specs = [s for s in trained_population() if s["split"] == "untouched2"]
+    have = [s for s in specs if (pop_dir / s["name"] / "card.yaml").exists()]
+    return ([Entry(s["name"], pop_dir / s["name"] / "card.yaml", "untouched2", s["task"]) for s in have],
+            [s["name"] for s in specs if s not in have])
+
+
 def missing_trained(pop_dir: Path | None = None) -> list[str]:
     pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
     return [s["name"] for s in trained_population()
@@ -104,6 +134,8 @@ def realities_of(part: str):
     """(module, realities, nominal reality) a part's true drops come from."""
     if part == "untouched":
         return realities_heldout, realities_heldout.REALITIES, realities_heldout.NOMINAL
+    if part == "untouched2":
+        return realities_heldout2, realities_heldout2.REALITIES, realities_heldout2.NOMINAL
     return realities, realities.REALITIES, realities.Reality("nominal", "none")
 
 
@@ -142,7 +174,7 @@ def _returns(entry: Entry, seeds) -> dict[str, list[float]]:
     card = load_card(entry.card)
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=True)
-    run = module.run_heldout if entry.part == "untouched" else module.run_reality
+    run = module.run_heldout if entry.part.startswith("untouched") else module.run_reality
     out = {"nominal": [float(v) for v in run(harness, policy, nominal, episode_seeds=seeds)]}
     for r in reals:
         out[r.family] = [float(v) for v in run(harness, policy, r, episode_seeds=seeds)]

@@ -1,0 +1,55 @@
+"""The second untouched part cannot be scored before a design is frozen for it, and its report
+renders (bench/validate_untouched2.py; no policy of the part runs here)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import validate_untouched2 as vu  # noqa: E402
+import validation_population as vp  # noqa: E402
+
+
+def _commit(repo: Path, message: str, path: str = "notes.txt") -> None:
+    f = repo / path
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(f.read_text() + "x" if f.exists() else "x")
+    subprocess.run(["git", "-C", str(repo), "add", path], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
+                   check=True)
+
+
+@pytest.mark.parametrize("order, scored", [(("seal", "freeze"), True), (("freeze", "seal"), False)])
+def test_a_design_counts_as_frozen_only_after_the_seal(tmp_path, order, scored):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    _commit(tmp_path, "start")
+    for step in order:
+        if step == "seal":
+            _commit(tmp_path, "realities_heldout2: SEALED", vp.SEALED2)
+        else:
+            _commit(tmp_path, f"risk: thresholds, {vp.FROZEN_TAG}")
+    assert (vp.frozen(tmp_path) is not None) == scored
+
+
+def test_scoring_is_refused_until_frozen_sealed_and_trained():
+    assert "FROZEN for untouched2" in vu.refusal(None, "bb54495", [])
+    assert "no held-out test" in vu.refusal("abc1234", "bb54495 (CHANGED since: ...)", [])
+    assert "not sealed" in vu.refusal("abc1234", "not sealed in git", [])
+    assert "ant-ppo-200k-dr-s2" in vu.refusal("abc1234", "bb54495", ["ant-ppo-200k-dr-s2"])
+    assert vu.refusal("abc1234", "bb54495", []) is None
+
+
+def test_the_metrics_table_renders_every_predictor_and_target():
+    names = ["-headroom (shipped: engines weighted)", "baseline: random score"]
+    part = {"n": 12, "refused": ["x"], "kendall": 0.4, "verdicts": {"high": 3, "medium": 5, "low": 3, "unknown": 0},
+            "metrics": {t: {n: (0.5, 0.1) for n in names} for t in ("actuation", "timing", "contact", "all")},
+            "ci": {**{t: (0.1, 0.8) for t in ("actuation", "timing", "contact", "all")}, "kendall": (0.0, 0.7)}}
+    text = vu.metrics_table(part)
+    assert text.count("| 0.50 / 0.100 | 0.50 / 0.100 | [0.10, 0.80] |") == 4
+    assert "12 policies (1 refused" in text and "high 3, medium 5, low 3" in text and "0.40 [0.00, 0.70]" in text
