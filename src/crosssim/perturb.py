@@ -45,6 +45,10 @@ class Perturbation:
     """Horizontal impulse [N s] on a free base at fixed times of each episode (HarnessVariant)."""
     term_noise: tuple[tuple[str, float], ...] = ()
     """Noise std on named observation terms, in each term's own units (HarnessVariant)."""
+    backlash: float = 0.0
+    """Gear play [s]: no torque reaches a joint for this long after its torque changes sign."""
+    obs_drop: float = 0.0
+    """Probability that a control period's observation is lost (the previous one is read again)."""
 
     def __post_init__(self):  # fields that crossed a process boundary as JSON come back as lists
         if not isinstance(self.term_noise, tuple) or any(not isinstance(t, tuple) for t in self.term_noise):
@@ -111,11 +115,14 @@ class ActuatorChain:
         self.limit = None if p.torque_limit is None else p.torque_limit * max_torque
         self.alpha = 1.0 if p.motor_lag <= 0 else physics_dt / (p.motor_lag + physics_dt)
         self.applied = np.zeros(joint_count)
-        self.identity = p.motor_strength == 1.0 and self.limit is None and self.alpha == 1.0
+        self.dt = physics_dt
+        self.side, self.gap_left = np.zeros(joint_count), np.zeros(joint_count)
+        """Backlash: the side each joint's gears last pushed on, and the play still to cross [s]."""
+        self.identity = p.motor_strength == 1.0 and self.limit is None and self.alpha == 1.0 and p.backlash <= 0
 
     @property
     def stateful(self) -> bool:
-        return self.alpha < 1.0
+        return self.alpha < 1.0 or self.p.backlash > 0
 
     def __call__(self, tau: np.ndarray) -> np.ndarray:
         if self.identity:
@@ -125,8 +132,22 @@ class ActuatorChain:
             tau = np.clip(tau, -self.limit, self.limit)
         if self.alpha < 1.0:
             self.applied = self.applied + self.alpha * (tau - self.applied)
-            return self.applied.copy()
+            tau = self.applied.copy()
+        if self.p.backlash > 0:
+            tau = self._play(tau)
         return tau
+
+    def _play(self, tau: np.ndarray) -> np.ndarray:
+        """Gear play after the motor: when a joint's torque changes sign, the gears cross their gap
+        (``backlash`` seconds) before torque reaches the joint again; a physics step partly inside
+        the gap passes the share of the step left after it."""
+        sign = np.sign(tau)
+        reversed_ = (sign != 0) & (self.side != 0) & (sign != self.side)
+        self.gap_left[reversed_] = self.p.backlash
+        self.side[sign != 0] = sign[sign != 0]
+        engaged = 1.0 - np.clip(self.gap_left / self.dt, 0.0, 1.0)
+        self.gap_left = np.maximum(self.gap_left - self.dt, 0.0)
+        return tau * engaged
 
 
 @dataclass(frozen=True)

@@ -123,12 +123,12 @@ def axis_fields(name: str, value) -> dict:
 
 NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_noise": 0.0,
            "friction_scale": 1.0, "mass_scale": 1.0, "motor_free_speed": float("inf"), "push_impulse": 0.0,
-           "actuator": None}
+           "actuator": None, "backlash": 0.0, "obs_drop": 0.0}
 """Each swept axis's value with no gap (crosssim.perturb.Perturbation's defaults)."""
 
 UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "raw units",
          "friction_scale": "x", "mass_scale": "x", "motor_free_speed": "rad/s", "push_impulse": "N s",
-         "actuator": "file", "latency": "s"}
+         "actuator": "file", "latency": "s", "backlash": "s", "obs_drop": "share of frames"}
 TERM_NOISE = "term_noise:"
 """Prefix of a per-term noise axis: ``term_noise:<observation term>``. (``latency`` is no axis: the
 risk profile adds the timing axis's latency in seconds beside it.)"""

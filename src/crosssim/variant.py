@@ -89,6 +89,12 @@ class HarnessVariant:
     term_noise: tuple[tuple[str, float], ...] = _axis((), ADD)
     """Gaussian noise on named observation terms, (term, std in the term's own units, before its
     scale and clip), from the observation-noise stream."""
+    backlash: float = _axis(0.0, ADD)
+    """Gear play [s]: after each reversal of a joint torque's sign no torque reaches the joint for
+    this long, while the gears cross their gap (crosssim.perturb.ActuatorChain)."""
+    obs_drop: float = _axis(0.0, ADD)
+    """Probability that a control period's observation is lost, so the policy reads the previous
+    one again (a dropped sensor frame), from its own stream (crosssim.runner.stepper)."""
 
 
 def _compose(rule: str, base, top):

@@ -68,6 +68,8 @@ class ControlStepper:
         self.substeps = frame_skip(self.control_dt, self.physics_dt, sim.name)
         self.state = None
         self._noise: np.random.Generator | None = None  # set at reset when observations are noisy
+        self._drop_rng: np.random.Generator | None = None  # set at reset when frames may drop
+        self._last_obs: np.ndarray | None = None
         self._pending: deque = deque()
         delay = self.p.action_latency + self.p.action_delay
         self.delay_steps = int(math.floor(delay + 1e-9))
@@ -149,6 +151,8 @@ class ControlStepper:
             self.state = self.engine.reset(self.model, initial)
         if self.p.obs_noise > 0:  # its own stream: noise never shifts initial states
             self._noise = np.random.default_rng(noise_seed)
+        self._drop_rng = np.random.default_rng(_stream(noise_seed, 5)) if self.p.obs_drop > 0 else None
+        self._last_obs = None
         self._chain = ActuatorChain(self.p, h.max_torque, self.physics_dt, h.canonical.joint_count)
         if self._actuator is not None:
             self._actuator.reset()
@@ -178,9 +182,15 @@ class ControlStepper:
         return frame
 
     def observe(self, frame: SimFrame, task_state: dict) -> np.ndarray:
+        """The policy's input at ``frame``: one call per control period (a dropped frame repeats
+        the previous call's input; the observer's own state advances either way)."""
         obs = self.observer(frame, task_state)
         if self.p.obs_noise > 0:
             obs = obs + self._noise.normal(0.0, self.p.obs_noise, obs.shape)
+        if self._drop_rng is not None:
+            if self._last_obs is not None and self._drop_rng.random() < self.p.obs_drop:
+                return self._last_obs.copy()
+            self._last_obs = obs
         return obs
 
     def check_action(self, action, t: int) -> np.ndarray:
