@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 design-round2 multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -61,6 +61,11 @@ validate: $(STAMP)
 # How much of the validation's miss is measurement noise (docs/risk.md, "Retest"); after make validate.
 validate-retest: $(STAMP)
 	$(PY) bench/validate_retest.py $(ARGS)
+
+# Design round 2 (docs/risk.md): gear play and dropped frames on the ladders, chosen on the choosing parts.
+design-round2: $(STAMP)
+	$(PY) bench/train_population.py
+	$(PY) bench/design_round2.py $(ARGS)
 
 # The second untouched part (docs/risk.md, "Second untouched part"): scored once, after a commit
 # says "FROZEN for untouched2"; it refuses before.

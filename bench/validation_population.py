@@ -190,12 +190,19 @@ def drops(returns: dict[str, list[float]], idx=None) -> dict[str, float]:
             for f, v in returns.items() if f != "nominal"}
 
 
+TRUTH_SOURCES = (SRC / "tasks", SRC / "engines" / "mujoco.py", SRC / "engines" / "base.py", SRC / "variant.py",
+                 SRC / "scene.py", SRC / "actuation.py", SRC / "frame.py", SRC / "runner" / "harness.py",
+                 SRC / "observations.py", SRC / "normalize.py", SRC / "policies")
+"""Source a true drop depends on (the realities run MuJoCo alone, outside crossval's harness): a
+change to another engine's adapter keeps the cached truths (until 2026-12-02 every engine's did)."""
+
+
 def _truth_key(entry: Entry, tag: str) -> str:
-    """Cache key of a measurement in the part's realities: the policy, ``tag``, the realities' and the
-    engines' source."""
+    """Cache key of a measurement in the part's realities: the policy, ``tag``, the realities' source
+    and ``TRUTH_SOURCES``."""
     module = realities_of(entry.part)[0]
     h = _policy_key(entry)
-    h.update(tag.encode() + _digest(Path(module.__file__), SRC / "tasks", SRC / "engines").encode())
+    h.update(tag.encode() + _digest(Path(module.__file__), *TRUTH_SOURCES).encode())
     return h.hexdigest()[:16]
 
 
@@ -225,10 +232,11 @@ def retest_returns(entry: Entry, seeds: range) -> dict[str, list[float]]:
 
 
 def run(entry: Entry, *, fraction: float, engines: tuple[str, ...], episodes: int, sweep_episodes: int,
-        seed: int = 0) -> Path:
+        seed: int = 0, ladders: str = "") -> Path:
     """crossval rows (results.parquet) of ``entry`` at pass fraction ``fraction`` (the fraction
     decides which rungs the bisection visits); cached. Engines run in this process (``inline``:
-    a worker's start-up under load cost more than its episodes)."""
+    a worker's start-up under load cost more than its episodes). ``ladders``: the name of a
+    candidate ladder set the caller has swapped into crosssim.sweep.LADDERS (part of the key)."""
     from crosssim.evaluate import crossval
     from crosssim.runner import CrossvalConfig
 
@@ -236,7 +244,10 @@ def run(entry: Entry, *, fraction: float, engines: tuple[str, ...], episodes: in
     h.update(f"{engines}{episodes}{sweep_episodes}{fraction}".encode() + _digest(*ROW_SOURCES).encode())
     if seed:  # seed 0 keeps the key the first scoring's rows were cached under
         h.update(f"seed{seed}".encode())
-    out = CACHE / "runs" / f"{entry.name}-f{fraction:g}{f'-s{seed}' if seed else ''}-{h.hexdigest()[:16]}"
+    if ladders:
+        h.update(f"ladders:{ladders}".encode())
+    tag = (f"-s{seed}" if seed else "") + (f"-{ladders}" if ladders else "")
+    out = CACHE / "runs" / f"{entry.name}-f{fraction:g}{tag}-{h.hexdigest()[:16]}"
     rows = out / "results.parquet"
     if not rows.exists():
         crossval(CrossvalConfig(policy=str(entry.card), engines=engines, episodes=episodes,

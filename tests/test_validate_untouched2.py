@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,3 +54,35 @@ def test_the_metrics_table_renders_every_predictor_and_target():
     text = vu.metrics_table(part)
     assert text.count("| 0.50 / 0.100 | 0.50 / 0.100 | [0.10, 0.80] |") == 4
     assert "12 policies (1 refused" in text and "high 3, medium 5, low 3" in text and "0.40 [0.00, 0.70]" in text
+
+
+def test_design_round2_candidate_adds_play_and_drops_on_the_same_rungs():
+    import design_round2 as d2
+    from crosssim import sweep
+
+    b = d2.candidate()
+    for family, added in (("actuation", "backlash"), ("timing", "obs_drop")):
+        assert b[family].levels == sweep.LADDERS[family].levels
+        assert b[family].axes[:-1] == sweep.LADDERS[family].axes and b[family].axes[-1][0] == added
+        assert all(np.diff(b[family].axes[-1][1]) > 0)  # harsher along the ladder
+    assert b["contact"] == sweep.LADDERS["contact"]
+    before = dict(sweep.LADDERS)
+    with d2.ladders("B"):
+        assert sweep.LADDERS["actuation"] == b["actuation"]
+    assert sweep.LADDERS == before
+
+
+def _summary(mean, per_target):
+    return {"mean_spearman": mean, "targets": {t: {"pooled": (v, 0.1)} for t, v in per_target.items()}}
+
+
+def test_design_round2_rule():
+    import design_round2 as d2
+
+    a = _summary(0.60, {"actuation": 0.5, "timing": 0.5, "contact": 0.7, "all": 0.7})
+    better = _summary(0.65, {"actuation": 0.6, "timing": 0.6, "contact": 0.7, "all": 0.7})
+    assert d2.decide(a, better)[0] == "B"
+    assert d2.decide(a, _summary(0.61, {"actuation": 0.52, "timing": 0.52, "contact": 0.7, "all": 0.7}))[0] == "A"
+    lopsided = _summary(0.66, {"actuation": 0.9, "timing": 0.6, "contact": 0.6, "all": 0.55})  # all falls 0.15
+    ships, why = d2.decide(a, lopsided)
+    assert ships == "A" and "all" in why
