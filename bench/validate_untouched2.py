@@ -11,7 +11,7 @@ What the retest (docs/risk.md, "Retest") says one measurement needs: the true dr
 episodes per reality (5 ranked mostly noise where a reality costs little) and crossvals at 8
 episodes per rung (3 moved one run's Spearman by 0.2-0.4 with its seed). Those are the defaults.
 
-    .venv/bin/python bench/validate_untouched2.py [--episodes 20] [--sweep-episodes 8] [--no-write]
+    .venv/bin/python bench/validate_untouched2.py [--episodes 20] [--sweep-episodes 8] [--shard K/N] [--no-write]
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument("--sweep-episodes", type=int, default=8)
     ap.add_argument("--engines", default="mujoco,pybullet")
     ap.add_argument("--population", default=None, help="folder of bench/train_population.py's policies")
+    ap.add_argument("--shard", default=None, help="K/N: fill the caches for every N-th policy from K (prints nothing)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     entries, missing = vp.population2(args.population)
@@ -78,6 +79,12 @@ def main() -> None:
         sys.exit(f"validate_untouched2: {why}")
     design = (sweep.PASS_FRACTION, risk.HIGH_BELOW, risk.MEDIUM_BELOW)
     engines = tuple(args.engines.split(","))
+    if args.shard:  # the measurements only, in caches: nothing about them is printed
+        k, n = map(int, args.shard.split("/"))
+        for e in entries[k::n]:
+            vp.truth(e, args.episodes)
+            vp.run(e, fraction=design[0], engines=engines, episodes=args.episodes, sweep_episodes=args.sweep_episodes)
+        return
     recs = []
     for e in entries:
         rec = {"name": e.name, "part": e.part, "task": e.task, "truth": vp.truth(e, args.episodes), "scores": {}}
