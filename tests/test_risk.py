@@ -110,7 +110,8 @@ def test_verdict_support_calls_an_edge_verdict_uncertain(card):
 
 def test_tighter_deployment_gap_changes_the_verdict(card):
     rows = _rows(VISITED)
-    wide = dataclasses.replace(card, deployment={"motor_strength": 0.3})  # severity 3: beyond the margin
+    # severity 5: the margin (1.17) is below a quarter of it (HIGH_BELOW 0.25); at severity 3 (0.3) it is medium
+    wide = dataclasses.replace(card, deployment={"motor_strength": 0.5})
     narrow = dataclasses.replace(card, deployment={"motor_strength": 0.02, "motor_lag": 0.0})
     assert risk_profile(rows, wide, reference="mujoco", resamples=20).verdict == "high"
     low = risk_profile(rows, narrow, reference="mujoco", resamples=20)
