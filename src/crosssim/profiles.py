@@ -68,6 +68,30 @@ def load_profile(name: str) -> EngineProfile:
     return EngineProfile(name=name, engine=name, settings={})
 
 
+_POSITIVE, _NONNEGATIVE = "> 0", ">= 0"
+RANGES = {
+    "timestep": _POSITIVE, "dt_divisor": ">= 1", "motor_strength": _POSITIVE, "torque_limit": _POSITIVE,
+    "motor_free_speed": _POSITIVE, "mass_scale": _POSITIVE, "obs_drop": "in [0, 1)",
+    **{k: _NONNEGATIVE for k in ("motor_lag", "action_latency", "action_delay", "obs_noise", "backlash",
+                                 "push_impulse", "friction_scale", "damping_scale", "armature_scale",
+                                 "frictionloss_scale", "joint_damping", "joint_armature", "joint_frictionloss")},
+}
+"""The physical range of each numeric variant key; a profile outside it is refused when read
+(a motor strength of -1 or a 150 % frame-drop rate is a typo, not a gap)."""
+
+
+def _in_range(rule: str, v: float) -> bool:
+    return {"> 0": v > 0, ">= 0": v >= 0, ">= 1": v >= 1, "in [0, 1)": 0 <= v < 1}[rule]
+
+
+def check_ranges(variant: Variant, where: str) -> None:
+    """Refuse a variant setting outside its physical range, in one line naming ``where``."""
+    for key, value in variant.settings().items():
+        rule = RANGES.get(key)
+        if rule is not None and isinstance(value, (int, float)) and not _in_range(rule, float(value)):
+            raise CrossSimError(f"{where}: setting {key!r} must be {rule}, not {value!r}")
+
+
 def split_settings(profile: EngineProfile, settings: dict) -> EngineProfile:
     """``profile`` with flat ``settings`` parsed: variant keys into ``variant``, the rest kept as
     engine settings (checked against the engine's ``settings_keys`` when it opens)."""
@@ -78,6 +102,7 @@ def split_settings(profile: EngineProfile, settings: dict) -> EngineProfile:
         # an actuator file sits next to its profile, like a robot next to its card
         settings = {**settings, "actuator": str((Path(profile.path).parent / actuator).resolve())}
     variant = Variant.from_settings(settings, where)
+    check_ranges(variant, where)
     engine_settings = {k: v for k, v in settings.items() if k not in keys}
     return replace(profile, settings=engine_settings, variant=variant)
 
