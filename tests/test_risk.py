@@ -12,6 +12,7 @@ from conftest import ROOT
 from crosssim.card import load_card
 from crosssim.errors import CardError
 from crosssim.evaluate import crossval
+from crosssim.results import support_text
 from crosssim.risk import risk_profile
 from crosssim.runner import CrossvalConfig
 from crosssim.sweep import LADDERS, Ladder, bisect_rungs, curve_at, margin_from_curve, retained
@@ -104,8 +105,14 @@ def test_verdict_support_calls_an_edge_verdict_uncertain(card):
     assert edge.driver == "actuation" and edge.verdict in ("medium", "low")
     assert set(edge.verdict_support) == {"medium", "low"} and sum(edge.verdict_support.values()) == pytest.approx(1.0)
     assert edge.verdict_support[edge.verdict] < 0.9 and edge.uncertain
-    assert f"uncertain: {edge.verdict} in {100 * edge.verdict_support[edge.verdict]:.0f}%" in edge.message
+    assert f"uncertain: {edge.verdict} in {support_text(edge.verdict_support[edge.verdict])}" in edge.message
     assert "more --sweep-episodes" in edge.message
+
+
+def test_a_support_just_under_the_threshold_never_reads_as_it():
+    """Shares are printed rounded down: 0.898 next to "uncertain" reads 89 %, not 90 % (seen on the
+    default hopper: "uncertain: high in 90% ...")."""
+    assert [support_text(p) for p in (0.898, 0.9, 0.999, 1.0, 0.0)] == ["89%", "90%", "99%", "100%", "0%"]
 
 
 def test_tighter_deployment_gap_changes_the_verdict(card):

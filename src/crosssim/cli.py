@@ -138,6 +138,7 @@ def print_risk(risk, file=None) -> None:
         print(f"verdict: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
               file=file)
         return
+    from crosssim.results import support_text
     from crosssim.risk import settings_text
 
     print(f"tolerance margins: largest severity (1 = a typical gap) at which '{risk.metric}' keeps "
@@ -159,7 +160,7 @@ def print_risk(risk, file=None) -> None:
     print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
     if risk.verdict_support:
         print("verdict support (share of bootstrap resamples of the sweep episodes per class): "
-              + ", ".join(f"{v} {100 * p:.0f}%" for v, p in risk.verdict_support.items()), file=file)
+              + ", ".join(f"{v} {support_text(p)}" for v, p in risk.verdict_support.items()), file=file)
 
 
 def cmd_crossval(args) -> int:

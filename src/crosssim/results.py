@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -244,6 +245,13 @@ class RiskProfile:
     def uncertain(self) -> bool:
         """Fewer than ``thresholds["verdict_support_min"]`` of the resamples give the verdict."""
         return verdict_uncertain(self.verdict_support, self.verdict, self.thresholds)
+
+
+def support_text(share: float) -> str:
+    """A class's share of the resamples as a whole percent, rounded down, so that a support just
+    under the threshold never reads as the threshold (0.898 is "89%": "90%" and "uncertain"
+    together read as a contradiction)."""
+    return f"{math.floor(100 * share + 1e-9)}%"
 
 
 def verdict_uncertain(support: dict[str, float], verdict: str, thresholds: dict[str, float]) -> bool:

@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 
-from crosssim.results import HarnessCheck, RiskAggregate, RiskComponent, RiskProfile, RungPoint, verdict_uncertain
+from crosssim.results import (HarnessCheck, RiskAggregate, RiskComponent, RiskProfile, RungPoint, support_text,
+                              verdict_uncertain)
 from crosssim import sweep
 from crosssim.sweep import PASS_FRACTION, curve_at, margin_from_curve, retained
 from crosssim.text import number
@@ -297,8 +298,8 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common) -> Ri
         message += f"; engines disagree on the tolerance ({disagreement})"
     support = common.get("verdict_support") or {}
     if verdict_uncertain(support, verdict, common["thresholds"]):
-        others = ", ".join(f"{v} {100 * p:.0f}%" for v, p in support.items() if v != verdict)
-        message += (f"; uncertain: {verdict} in {100 * support.get(verdict, 0.0):.0f}% of the bootstrap resamples of the "
+        others = ", ".join(f"{v} {support_text(p)}" for v, p in support.items() if v != verdict)
+        message += (f"; uncertain: {verdict} in {support_text(support.get(verdict, 0.0))} of the bootstrap resamples of the "
                     f"sweep episodes ({others}): more --sweep-episodes narrow it")
     return RiskProfile(harness_check=check, components=components, aggregate=agg, verdict=verdict, driver=driver,
                        message=message, engine_disagreement=disagreement, **common)

@@ -16,6 +16,7 @@ from crosssim.files import write_atomic
 from crosssim.report import plots, tables
 from crosssim.report.audit import audit_view
 from crosssim.report.data import load_run
+from crosssim.results import support_text
 from crosssim.versions import package_versions
 
 
@@ -126,7 +127,7 @@ def _context(run, *, filmstrips: bool, harness=None) -> dict:
         audit=audit_view(run.audit), versions=package_versions(),
         machine=f"{platform.node()} ({platform.machine()}, {platform.system()})",
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        pct=tables.pct, num=lambda x, d=1: "—" if x is None or not np.isfinite(x) else f"{x:.{d}f}",
+        pct=tables.pct, support=support_text, num=lambda x, d=1: "—" if x is None or not np.isfinite(x) else f"{x:.{d}f}",
     )
 
 
