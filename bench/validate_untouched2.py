@@ -106,7 +106,8 @@ def main() -> None:
                     f"with the design frozen in {frozen} (pass fraction {design[0]:g}, high below {design[1]:g}, "
                     f"medium below {design[2]:g}); realities sealed in {sealed}; engines {', '.join(engines)}; "
                     f"{args.episodes} episodes per reality, {args.sweep_episodes} per visited rung; "
-                    f"{wall / 60:.1f} min wall.\n\n{text}")
+                    f"{wall / 60:.1f} min wall for this invocation (the measurements, made by --shard runs, are read "
+                    f"back from .cache/validation).\n\n{text}")
 
 
 if __name__ == "__main__":
