@@ -160,7 +160,7 @@ def main() -> None:
         if args.split not in (None, spec["split"]) or args.only not in (None, spec["name"]):
             continue
         if args.split is None and args.only is None and spec["split"] == "untouched2":
-            continue  # trained on request only (--split untouched2): `make validate` does not score it yet
+            continue  # trained on request only (--split untouched2, make validate-untouched2), not by make validate
         if args.list:
             print(spec["split"], spec["name"])
         else:
