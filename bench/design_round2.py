@@ -44,11 +44,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import validation_population as vp  # noqa: E402
-from validate_risk import (TARGETS, TIE, classify, headroom_score, invocation, rank_metrics, score,  # noqa: E402
-                           select_design, write_block)
+from validate_risk import (TARGETS, TIE, headroom_score, invocation, rank_metrics, score, select_design,  # noqa: E402
+                           write_block)
 
 from crosssim import sweep  # noqa: E402
-from crosssim.stats import kendall  # noqa: E402
 from crosssim.sweep import Ladder  # noqa: E402
 
 BEGIN, END = "<!-- design2:begin -->", "<!-- design2:end -->"
@@ -103,21 +102,14 @@ def summary(recs: list[dict]) -> dict:
     the thresholds select_design picks, the verdict classes and their Kendall tau."""
     ok = [r for r in recs if not r["scores"][str(FRACTION)]["refused"]]
     out = {"n": len(recs), "refused": [r["name"] for r in recs if r not in ok], "targets": {}}
+    groups = {"pooled": ok, **{part: [r for r in ok if r["part"] == part] for part in vp.CHOOSING_PARTS}}
     for t in TARGETS:
-        row = {"pooled": rank_metrics([headroom_score(r["scores"][str(FRACTION)], t) for r in ok],
-                                      [r["truth"]["drop"][t] for r in ok])}
-        for part in vp.CHOOSING_PARTS:
-            mine = [r for r in ok if r["part"] == part]
-            row[part] = rank_metrics([headroom_score(r["scores"][str(FRACTION)], t) for r in mine],
-                                     [r["truth"]["drop"][t] for r in mine])
-        out["targets"][t] = row
+        out["targets"][t] = {name: rank_metrics([headroom_score(r["scores"][str(FRACTION)], t) for r in mine],
+                                                [r["truth"]["drop"][t] for r in mine]) for name, mine in groups.items()}
     out["mean_spearman"] = float(np.mean([out["targets"][t]["pooled"][0] for t in TARGETS]))
-    (fraction, high, medium), _ = select_design(recs, FRACTION)
-    verdicts = [classify(r["scores"][str(FRACTION)], high, medium) for r in ok]
-    classed = [({"low": 0, "medium": 1, "high": 2}[v], r["truth"]["drop"]["all"]) for v, r in zip(verdicts, ok)
-               if v in ("low", "medium", "high")]
-    out.update(thresholds=(high, medium), counts={v: verdicts.count(v) for v in ("high", "medium", "low", "unknown")},
-               kendall=kendall(*zip(*classed)) if len(classed) > 2 else float("nan"))
+    (fraction, high, medium), grid = select_design(recs, FRACTION)
+    chosen = next(g for g in grid if (g["fraction"], g["high"], g["medium"]) == (fraction, high, medium))
+    out.update(thresholds=(high, medium), counts=chosen["counts"], kendall=chosen["kendall"])
     return out
 
 
@@ -157,7 +149,7 @@ def main() -> None:
     args = ap.parse_args()
     entries = [e for e in vp.population() if e.part in vp.CHOOSING_PARTS]
     if args.shard:
-        k, n = map(int, args.shard.split("/"))
+        k, n = vp.shard(args.shard)
         for e in entries[k::n]:
             for d in DESIGNS:
                 evaluate(e, d)

@@ -217,7 +217,7 @@ def main() -> None:
     ap.add_argument("--shard", default="0/1", help="K/N: measure every N-th policy from the K-th; writes nothing")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    k, n = (int(x) for x in args.shard.split("/"))
+    k, n = vp.shard(args.shard)
     fraction = sweep.PASS_FRACTION
     kw = dict(fraction=fraction, engines=tuple(args.engines.split(",")), episodes=args.episodes,
               sweep_episodes=args.sweep_episodes)

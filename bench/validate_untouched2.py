@@ -80,7 +80,7 @@ def main() -> None:
     design = (sweep.PASS_FRACTION, risk.HIGH_BELOW, risk.MEDIUM_BELOW)
     engines = tuple(args.engines.split(","))
     if args.shard:  # the measurements only, in caches: nothing about them is printed
-        k, n = map(int, args.shard.split("/"))
+        k, n = vp.shard(args.shard)
         for e in entries[k::n]:
             vp.truth(e, args.episodes)
             vp.run(e, fraction=design[0], engines=engines, episodes=args.episodes, sweep_episodes=args.sweep_episodes)

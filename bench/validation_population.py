@@ -110,6 +110,18 @@ def population(pop_dir: Path | None = None) -> list[Entry]:
     return out
 
 
+def shard(spec: str) -> tuple[int, int]:
+    """``--shard K/N`` as (K, N): this process measures every N-th policy from the K-th. Refused
+    in one line unless 0 <= K < N (a K of N or more repeats another shard's policies, or none)."""
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise SystemExit(f"--shard {spec!r}: expected K/N, e.g. 0/2 and 1/2 for two processes") from None
+    if not 0 <= k < n:
+        raise SystemExit(f"--shard {spec}: K must be 0 to {n - 1} for N = {n}")
+    return k, n
+
+
 def population2(pop_dir: Path | None = None) -> tuple[list[Entry], list[str]]:
     """The second untouched part (bench/train_population.py's ``untouched2``): its entries, and the
     names not trained yet."""

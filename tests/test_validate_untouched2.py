@@ -86,3 +86,12 @@ def test_design_round2_rule():
     lopsided = _summary(0.66, {"actuation": 0.9, "timing": 0.6, "contact": 0.6, "all": 0.55})  # all falls 0.15
     ships, why = d2.decide(a, lopsided)
     assert ships == "A" and "all" in why
+
+
+@pytest.mark.parametrize("spec, ok", [("0/2", (0, 2)), ("1/2", (1, 2)), ("2/2", None), ("2", None), ("a/b", None)])
+def test_a_shard_spec_names_one_of_n_processes(spec, ok):
+    if ok:
+        assert vp.shard(spec) == ok
+    else:
+        with pytest.raises(SystemExit, match="--shard"):
+            vp.shard(spec)
