@@ -92,3 +92,23 @@ def assert_one_line_error(proc, *needles):
     assert last.startswith("crosssim: error:"), proc.stderr
     for n in needles:
         assert n in last, (n, last)
+
+
+class FixedActions:
+    """A policy of fixed sinusoidal actions (``amplitude``) that records what it observes; used to
+    check the held-out realities' mechanisms without any trained policy."""
+
+    def __init__(self, size: int, amplitude: float = 0.05, on_act=None):
+        self.size, self.amplitude, self.on_act, self.seen, self.t = size, amplitude, on_act, [], 0
+
+    def reset(self):
+        self.t = 0
+
+    def act(self, obs):
+        import numpy as np
+
+        self.seen.append(np.array(obs))
+        if self.on_act:
+            self.on_act()
+        self.t += 1
+        return self.amplitude * np.sin(0.3 * self.t + np.arange(self.size))

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import realities  # noqa: E402
+from conftest import FixedActions  # noqa: E402
 import realities_heldout as rh1  # noqa: E402
 import realities_heldout2 as rh  # noqa: E402
 
@@ -47,24 +48,9 @@ def test_mechanisms_are_new_to_every_sweep_and_every_other_reality():
         assert on == (set(MECHANISMS) if r.family == "all" else set(rh.MECHANISMS[r.family]))
 
 
-class Fixed:
-    """Fixed sinusoidal actions (large enough to reach the torque limit); records observations."""
-
-    def __init__(self, size: int, amplitude: float = 0.9):
-        self.size, self.amplitude, self.seen, self.t = size, amplitude, [], 0
-
-    def reset(self):
-        self.t = 0
-
-    def act(self, obs):
-        self.seen.append(np.array(obs))
-        self.t += 1
-        return self.amplitude * np.sin(0.3 * self.t + np.arange(self.size))
-
-
 def _run(reality, task="Ant-v4", steps=40):
     h = Harness.for_task(task)
-    policy = Fixed(h.action_size)
+    policy = FixedActions(h.action_size, amplitude=0.9)  # large enough to reach the torque limit
     ret = rh.run_heldout(h, policy, reality, episode_seeds=[0], max_steps=steps)[0]
     return ret, np.array(policy.seen)
 
@@ -78,7 +64,7 @@ def test_each_mechanism_changes_the_rollout(task, name):
     assert n > 3 and np.abs(obs[:n] - base[:n]).max() > 1e-3, f"{name} left the {task} rollout unchanged"
 
 
-def test_nominal_is_crossvals_plain_rollout():
+def test_the_nominal_loop_repeats_exactly():
     """The truth's base: the nominal loop is the same MuJoCo run twice (no draw leaks in)."""
     a, obs_a = _run(rh.NOMINAL)
     b, obs_b = _run(rh.NOMINAL)
@@ -123,7 +109,7 @@ def test_overruns_hold_the_previous_action(monkeypatch):
         return target(self, action)
 
     monkeypatch.setattr(type(h.actuation), "target", recording)
-    rh.run_heldout(h, Fixed(h.action_size, 0.05), only("overrun_p"), episode_seeds=[0], max_steps=300)
+    rh.run_heldout(h, FixedActions(h.action_size), only("overrun_p"), episode_seeds=[0], max_steps=300)
     applied = np.array(applied)
     held = np.mean(np.all(applied[1:] == applied[:-1], axis=1))
     assert held == pytest.approx(rh.ALL.overrun_p, abs=0.05)

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import realities  # noqa: E402
+from conftest import FixedActions  # noqa: E402
 import realities_heldout as rh  # noqa: E402
 import validate_risk  # noqa: E402
 from train_population import population  # noqa: E402
@@ -67,26 +68,9 @@ def test_held_out_mechanisms_are_neither_swept_nor_in_the_selection_realities():
         assert on == (held_out if r.family == "all" else set(rh.MECHANISMS[r.family]))
 
 
-class Fixed:
-    """A policy of fixed sinusoidal actions that records what it observes."""
-
-    def __init__(self, size: int, on_act=None):
-        self.size, self.on_act, self.seen, self.t = size, on_act, [], 0
-
-    def reset(self):
-        self.t = 0
-
-    def act(self, obs):
-        self.seen.append(np.array(obs))
-        if self.on_act:
-            self.on_act()
-        self.t += 1
-        return 0.05 * np.sin(0.3 * self.t + np.arange(self.size))
-
-
 def _run(reality, task="Ant-v4", steps=40, on_act=None):
     h = Harness.for_task(task)
-    policy = Fixed(h.action_size, on_act)
+    policy = FixedActions(h.action_size, on_act=on_act)
     ret = rh.run_heldout(h, policy, reality, episode_seeds=[0], max_steps=steps)[0]
     return ret, np.array(policy.seen)
 
