@@ -80,15 +80,15 @@ RANGES = {
 (a motor strength of -1 or a 150 % frame-drop rate is a typo, not a gap)."""
 
 
-def _in_range(rule: str, v: float) -> bool:
-    return {"> 0": v > 0, ">= 0": v >= 0, ">= 1": v >= 1, "in [0, 1)": 0 <= v < 1}[rule]
+_IN_RANGE = {"> 0": lambda v: v > 0, ">= 0": lambda v: v >= 0, ">= 1": lambda v: v >= 1,
+             "in [0, 1)": lambda v: 0 <= v < 1}
 
 
 def check_ranges(variant: Variant, where: str) -> None:
     """Refuse a variant setting outside its physical range, in one line naming ``where``."""
     for key, value in variant.settings().items():
         rule = RANGES.get(key)
-        if rule is not None and isinstance(value, (int, float)) and not _in_range(rule, float(value)):
+        if rule is not None and isinstance(value, (int, float)) and not _IN_RANGE[rule](float(value)):
             raise CrossSimError(f"{where}: setting {key!r} must be {rule}, not {value!r}")
 
 
