@@ -119,7 +119,8 @@ def decide(a: dict, b: dict) -> tuple[str, str]:
     falls = {t: a["targets"][t]["pooled"][0] - b["targets"][t]["pooled"][0] for t in TARGETS}
     worst = max(falls, key=falls.get)
     if gain >= TIE and falls[worst] <= MAX_FALL:
-        return "B", f"mean Spearman {gain:+.3f} (>= {TIE}), no target below A by more than {MAX_FALL} (worst {worst} {-falls[worst]:+.3f})"
+        return "B", (f"mean Spearman {gain:+.3f} (>= {TIE}), no target below A by more than {MAX_FALL} "
+                     f"(worst {worst} {-falls[worst]:+.3f})")
     why = f"mean Spearman {gain:+.3f}" + (f" (< {TIE})" if gain < TIE else "")
     if falls[worst] > MAX_FALL:
         why += f"; {worst} {-falls[worst]:+.3f} (more than {MAX_FALL} below A)"
