@@ -7,7 +7,9 @@ Policies of varied robustness, in two splits that `make validate` keeps apart:
   2-core session beside the evaluation), seeds, with and without domain randomisation. Never used
   to choose anything; reported once the design is frozen.
 - ``untouched2``: new Walker2d-v4 and Ant-v4 seeds and budgets, and InvertedDoublePendulum-v4
-  (``UNTOUCHED2``): the test of the next design round, unseen until it is frozen.
+  (``UNTOUCHED2``): the test of design round 2, unseen until it was frozen.
+- ``untouched3``: new Walker2d-v4 and Ant-v4 seeds (``UNTOUCHED3``), screened by the harness check
+  before sealing: the test of design round 3.
 
 Training runs in gymnasium's own ``-v4`` environments (not crosssim's harness: about ten times
 faster here, and the policies are then foreign to crosssim as a user's would be). Domain
@@ -47,6 +49,17 @@ has been looked at three times (scored, extended, retested), so the next design 
 nobody has seen. New seeds and budgets for the two untouched tasks and a task no part has used
 (InvertedDoublePendulum: actuation and timing only, it has no contacts). Scored once, in the sealed
 bench/realities_heldout2.py, after the next design is frozen (docs/risk.md, "Second untouched part")."""
+UNTOUCHED3 = {
+    "Walker2d": ((300_000, False, 4), (300_000, True, 4), (300_000, False, 5), (300_000, True, 5), (500_000, False, 5)),
+    "Ant": ((400_000, False, 4), (400_000, True, 4), (400_000, False, 5), (400_000, True, 5)),
+}
+"""The third untouched split (2026-12-02), fixed before any of it trained. The second split lost half
+its policies to the harness check (InvertedDoublePendulum never held 1000 steps, 200k Ants fell), so
+this one keeps to the two untouched tasks at budgets that passed it there (Walker2d 200k-500k, Ant
+400k+), new seeds. Its rule: every policy is screened by crosssim's own harness check (a nominal-only
+crossval, `--no-risk`, MuJoCo, 20 episodes) before its realities are sealed; the ones that fail are
+listed and never scored, the others are all scored, once, in the sealed bench/realities_heldout3.py
+after the next design is frozen (docs/risk.md, "Third untouched part")."""
 
 
 def population() -> list[dict]:
@@ -64,6 +77,8 @@ def population() -> list[dict]:
         p["split"] = SPLIT[p["task"]]
     for task, specs in UNTOUCHED2.items():
         out += [dict(task=task, budget=b, dr=dr, seed=seed, split="untouched2") for b, dr, seed in specs]
+    for task, specs in UNTOUCHED3.items():
+        out += [dict(task=task, budget=b, dr=dr, seed=seed, split="untouched3") for b, dr, seed in specs]
     for p in out:
         p["name"] = f"{p['task'].lower()}-ppo-{p['budget'] // 1000}k-{'dr' if p['dr'] else 'nodr'}-s{p['seed']}"
     return out
@@ -153,14 +168,14 @@ def train(spec: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--split", choices=("selection", "untouched", "untouched2"), default=None)
+    ap.add_argument("--split", choices=("selection", "untouched", "untouched2", "untouched3"), default=None)
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
     for spec in population():
         if args.split not in (None, spec["split"]) or args.only not in (None, spec["name"]):
             continue
-        if args.split is None and args.only is None and spec["split"] == "untouched2":
-            continue  # trained on request only (--split untouched2, make validate-untouched2), not by make validate
+        if args.split is None and args.only is None and spec["split"] in ("untouched2", "untouched3"):
+            continue  # trained on request only (--split untouched2/3, make validate-untouched2/3), not by make validate
         if args.list:
             print(spec["split"], spec["name"])
         else:
