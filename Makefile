@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 design-round2 multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 design-round2 design-round3 multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -66,6 +66,11 @@ validate-retest: $(STAMP)
 design-round2: $(STAMP)
 	$(PY) bench/train_population.py
 	$(PY) bench/design_round2.py $(ARGS)
+
+# Design round 3 (docs/risk.md): a combined headroom for the verdict, on design round 2's records.
+design-round3: $(STAMP)
+	$(PY) bench/train_population.py
+	$(PY) bench/design_round3.py $(ARGS)
 
 # The second untouched part (docs/risk.md, "Second untouched part"): scored once, after a commit
 # says "FROZEN for untouched2"; it refuses before.
