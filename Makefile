@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 design-round2 design-round3 multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 validate-untouched3 design-round2 design-round3 multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -76,7 +76,12 @@ design-round3: $(STAMP)
 # says "FROZEN for untouched2"; it refuses before.
 validate-untouched2: $(STAMP)
 	$(PY) bench/train_population.py --split untouched2
-	$(PY) bench/validate_untouched2.py $(ARGS)
+	$(PY) bench/validate_sealed.py --part untouched2 $(ARGS)
+
+# The third untouched part (docs/risk.md, "Third untouched part"): the same, after "FROZEN for untouched3".
+validate-untouched3: $(STAMP)
+	$(PY) bench/train_population.py --split untouched3
+	$(PY) bench/validate_sealed.py --part untouched3 $(ARGS)
 
 # Multi-engine training experiment (docs/multisim.md): trains 4 recipes x 4 seeds (cached), then evaluates.
 multisim: $(STAMP)

@@ -23,7 +23,7 @@ sweeps) is the test.
   20-episode drop, design and selection pooled) is at least 0.02 (validate_risk.TIE) above A's,
   and no target is more than 0.05 below A's; otherwise A stays. Either way the design that stays
   is frozen ("FROZEN for untouched2") and the second untouched part scored once
-  (bench/validate_untouched2.py).
+  (bench/validate_sealed.py).
 
     .venv/bin/python bench/design_round2.py [--shard K/N] [--no-write]
 """

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import realities  # noqa: E402
 import realities_heldout  # noqa: E402
 import realities_heldout2  # noqa: E402
+import realities_heldout3  # noqa: E402
 from train_population import population as trained_population  # noqa: E402
 
 CACHE = ROOT / ".cache" / "validation"
@@ -41,10 +42,15 @@ FAMILIES = ("actuation", "timing", "contact")
 TARGETS = (*FAMILIES, "all")
 
 SEALED = "bench/realities_heldout.py"
-SEALED2 = "bench/realities_heldout2.py"
-FROZEN_TAG = "FROZEN for untouched2"
-"""The words a commit message carries when it freezes the design the second untouched part tests
-(bench/validate_untouched2.py refuses to score that part before such a commit exists)."""
+SEALED_PARTS = {"untouched2": "bench/realities_heldout2.py", "untouched3": "bench/realities_heldout3.py"}
+"""The later untouched parts and their sealed realities: each is scored once (bench/validate_sealed.py),
+with the design a commit froze for it after the seal."""
+
+
+def frozen_tag(part: str) -> str:
+    """The words a commit message carries when it freezes the design that ``part`` tests
+    (bench/validate_sealed.py refuses to score the part before such a commit exists)."""
+    return f"FROZEN for {part}"
 
 
 def _git_log(*extra: str, root: Path = ROOT) -> list[str]:
@@ -54,13 +60,13 @@ def _git_log(*extra: str, root: Path = ROOT) -> list[str]:
     return out.stdout.split()
 
 
-def frozen(root: Path = ROOT) -> str | None:
-    """The newest commit whose message says ``FROZEN_TAG``, if the seal of ``SEALED2`` is among
-    its ancestors (a design frozen before the test existed cannot have been frozen for it)."""
+def frozen(part: str = "untouched2", root: Path = ROOT) -> str | None:
+    """The newest commit whose message says ``frozen_tag(part)``, if the seal of the part's realities
+    is among its ancestors (a design frozen before the test existed cannot have been frozen for it)."""
     import subprocess
 
-    freeze = _git_log(f"--grep={FROZEN_TAG}", "--fixed-strings", root=root)
-    seal = _git_log("--grep=SEALED", "--", SEALED2, root=root)
+    freeze = _git_log(f"--grep={frozen_tag(part)}", "--fixed-strings", root=root)
+    seal = _git_log("--grep=SEALED", "--", SEALED_PARTS[part], root=root)
     if not freeze or not seal:
         return None
     after = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", seal[0], freeze[0]]).returncode == 0
@@ -105,7 +111,7 @@ def population(pop_dir: Path | None = None) -> list[Entry]:
         out.append(Entry(card.name, path, "design", _task(card.task)))
     for spec in trained_population():
         path = pop_dir / spec["name"] / "card.yaml"
-        if spec["split"] in PARTS and path.exists():  # untouched2 waits for the next frozen design
+        if spec["split"] in PARTS and path.exists():  # the sealed parts wait for their frozen designs
             out.append(Entry(spec["name"], path, spec["split"], spec["task"]))
     return out
 
@@ -122,13 +128,13 @@ def shard(spec: str) -> tuple[int, int]:
     return k, n
 
 
-def population2(pop_dir: Path | None = None) -> tuple[list[Entry], list[str]]:
-    """The second untouched part (bench/train_population.py's ``untouched2``): its entries, and the
+def sealed_population(part: str, pop_dir: Path | None = None) -> tuple[list[Entry], list[str]]:
+    """A later untouched part (bench/train_population.py's split ``part``): its entries, and the
     names not trained yet."""
     pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
-    specs = [s for s in trained_population() if s["split"] == "untouched2"]
+    specs = [s for s in trained_population() if s["split"] == part]
     have = [s for s in specs if (pop_dir / s["name"] / "card.yaml").exists()]
-    return ([Entry(s["name"], pop_dir / s["name"] / "card.yaml", "untouched2", s["task"]) for s in have],
+    return ([Entry(s["name"], pop_dir / s["name"] / "card.yaml", part, s["task"]) for s in have],
             [s["name"] for s in specs if s not in have])
 
 
@@ -146,8 +152,9 @@ def realities_of(part: str):
     """(module, realities, nominal reality) a part's true drops come from."""
     if part == "untouched":
         return realities_heldout, realities_heldout.REALITIES, realities_heldout.NOMINAL
-    if part == "untouched2":
-        return realities_heldout2, realities_heldout2.REALITIES, realities_heldout2.NOMINAL
+    later = {"untouched2": realities_heldout2, "untouched3": realities_heldout3}
+    if part in later:
+        return later[part], later[part].REALITIES, later[part].NOMINAL
     return realities, realities.REALITIES, realities.Reality("nominal", "none")
 
 

@@ -1,5 +1,6 @@
-"""The second untouched part cannot be scored before a design is frozen for it, and its report
-renders (bench/validate_untouched2.py; no policy of the part runs here)."""
+"""A sealed untouched part cannot be scored before a design is frozen for it, and its report renders
+(bench/validate_sealed.py; no policy of the part runs here); the design rounds' rules decide as
+written (bench/design_round2.py, design_round3.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-import validate_untouched2 as vu  # noqa: E402
+import validate_sealed as vu  # noqa: E402
 import validation_population as vp  # noqa: E402
 
 
@@ -26,24 +27,36 @@ def _commit(repo: Path, message: str, path: str = "notes.txt") -> None:
                    check=True)
 
 
+@pytest.mark.parametrize("part", sorted(vp.SEALED_PARTS))
 @pytest.mark.parametrize("order, scored", [(("seal", "freeze"), True), (("freeze", "seal"), False)])
-def test_a_design_counts_as_frozen_only_after_the_seal(tmp_path, order, scored):
+def test_a_design_counts_as_frozen_only_after_the_seal(tmp_path, part, order, scored):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     _commit(tmp_path, "start")
     for step in order:
         if step == "seal":
-            _commit(tmp_path, "realities_heldout2: SEALED", vp.SEALED2)
+            _commit(tmp_path, "realities: SEALED", vp.SEALED_PARTS[part])
         else:
-            _commit(tmp_path, f"risk: thresholds, {vp.FROZEN_TAG}")
-    assert (vp.frozen(tmp_path) is not None) == scored
+            _commit(tmp_path, f"risk: thresholds, {vp.frozen_tag(part)}")
+    assert (vp.frozen(part, tmp_path) is not None) == scored
 
 
-def test_scoring_is_refused_until_frozen_sealed_and_trained():
-    assert "FROZEN for untouched2" in vu.refusal(None, "bb54495", [])
-    assert "no held-out test" in vu.refusal("abc1234", "bb54495 (CHANGED since: ...)", [])
-    assert "not sealed" in vu.refusal("abc1234", "not sealed in git", [])
-    assert "ant-ppo-200k-dr-s2" in vu.refusal("abc1234", "bb54495", ["ant-ppo-200k-dr-s2"])
-    assert vu.refusal("abc1234", "bb54495", []) is None
+def test_a_freeze_for_one_part_does_not_open_another(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    for part in vp.SEALED_PARTS:
+        _commit(tmp_path, "realities: SEALED", vp.SEALED_PARTS[part])
+    _commit(tmp_path, f"risk: {vp.frozen_tag('untouched2')}")
+    assert vp.frozen("untouched2", tmp_path) is not None
+    assert vp.frozen("untouched3", tmp_path) is None
+
+
+@pytest.mark.parametrize("part", sorted(vp.SEALED_PARTS))
+def test_scoring_is_refused_until_frozen_sealed_and_trained(part):
+    assert f"FROZEN for {part}" in vu.refusal(part, None, "bb54495", [])
+    assert "no held-out test" in vu.refusal(part, "abc1234", "bb54495 (CHANGED since: ...)", [])
+    assert "not sealed" in vu.refusal(part, "abc1234", "not sealed in git", [])
+    assert "ant-ppo-200k-dr-s2" in vu.refusal(part, "abc1234", "bb54495", ["ant-ppo-200k-dr-s2"])
+    assert f"--split {part}" in vu.refusal(part, "abc1234", "bb54495", ["x"])
+    assert vu.refusal(part, "abc1234", "bb54495", []) is None
 
 
 def test_the_metrics_table_renders_every_predictor_and_target():
@@ -95,3 +108,26 @@ def test_a_shard_spec_names_one_of_n_processes(spec, ok):
     else:
         with pytest.raises(SystemExit, match="--shard"):
             vp.shard(spec)
+
+
+def test_design_round3_combined_headroom_adds_the_shares_of_tolerance_used():
+    import design_round3 as d3
+
+    assert d3.combined_headroom({"actuation": 1.0, "timing": 1.0, "contact": float("nan")}) == pytest.approx(0.5)
+    assert d3.combined_headroom({"actuation": 2.0, "timing": 0.0, "contact": 3.0}) == 0.0
+    assert np.isnan(d3.combined_headroom({"actuation": float("nan")}))
+    s = {"refused": False, "headroom": {"actuation": 0.5, "timing": 1.0, "contact": 2.0},
+         "censored": {"actuation": False, "timing": False, "contact": True}}
+    d = d3.as_design(s, "D")
+    assert list(d["headroom"].values()) == [pytest.approx(1 / 3.5)] * 3 and all(d["censored"].values())
+    assert d3.as_design(s, "A") is s
+
+
+def test_design_round3_rule():
+    import design_round3 as d3
+
+    a = {"all": {"pooled": (0.70, 0.1)}, "kendall": 0.60}
+    assert d3.decide(a, {"all": {"pooled": (0.75, 0.1)}, "kendall": 0.58})[0] == "D"
+    assert d3.decide(a, {"all": {"pooled": (0.71, 0.1)}, "kendall": 0.70})[0] == "A"  # within the tie
+    ships, why = d3.decide(a, {"all": {"pooled": (0.80, 0.1)}, "kendall": 0.50})
+    assert ships == "A" and "Kendall" in why

@@ -1,17 +1,20 @@
-"""Score the second untouched part once, with the frozen design (`make validate-untouched2`).
+"""Score a sealed untouched part once, with the design frozen for it (`make validate-untouched2`,
+`make validate-untouched3`).
 
-The part (bench/train_population.py's ``untouched2``: Walker2d, Ant and InvertedDoublePendulum
-policies) and its realities (bench/realities_heldout2.py, sealed) were fixed on 2026-12-02, before
-the next design round, so that round is tested on policies and mechanisms it never saw. This
-script refuses to run until a commit whose message says "FROZEN for untouched2" exists after the
-seal: the design that commit ships (pass fraction, thresholds, ladders) is the one scored, and
-nothing may be chosen from what this prints.
+Each part (bench/train_population.py's split of that name) and its realities
+(validation_population.SEALED_PARTS, sealed in git) were fixed before a design round, so that round
+is tested on policies and mechanisms it never saw: ``untouched2`` (Walker2d, Ant and
+InvertedDoublePendulum; bench/realities_heldout2.py) tests design round 2, ``untouched3`` (Walker2d
+and Ant; bench/realities_heldout3.py) tests design round 3. This script refuses to run until a
+commit whose message says "FROZEN for <part>" exists after the seal: the design that commit ships
+(pass fraction, thresholds, ladders) is the one scored, and nothing may be chosen from what this
+prints.
 
 What the retest (docs/risk.md, "Retest") says one measurement needs: the true drops from 20
 episodes per reality (5 ranked mostly noise where a reality costs little) and crossvals at 8
 episodes per rung (3 moved one run's Spearman by 0.2-0.4 with its seed). Those are the defaults.
 
-    .venv/bin/python bench/validate_untouched2.py [--episodes 20] [--sweep-episodes 8] [--shard K/N] [--no-write]
+    .venv/bin/python bench/validate_sealed.py --part untouched3 [--episodes 20] [--sweep-episodes 8] [--shard K/N] [--no-write]
 """
 
 from __future__ import annotations
@@ -28,22 +31,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import validation_population as vp  # noqa: E402
-from validate_risk import FAMILIES, invocation, part_metrics, per_policy, score, write_block  # noqa: E402
+from validate_risk import FAMILIES, part_metrics, per_policy, score, write_block  # noqa: E402
 
 from crosssim import risk, sweep  # noqa: E402
 
-BEGIN, END = "<!-- untouched2:begin -->", "<!-- untouched2:end -->"
+def markers(part: str) -> tuple[str, str]:
+    """The part's block in docs/risk.md."""
+    return f"<!-- {part}:begin -->", f"<!-- {part}:end -->"
 
 
-def refusal(frozen: str | None, sealed: str, missing: list[str]) -> str | None:
-    """Why the part may not be scored now (None: it may)."""
+def refusal(part: str, frozen: str | None, sealed: str, missing: list[str]) -> str | None:
+    """Why ``part`` may not be scored now (None: it may)."""
+    path = vp.SEALED_PARTS[part]
     if frozen is None:
-        return ("the second untouched part is scored only with a frozen design: commit the design with "
-                f"'{vp.FROZEN_TAG}' in the message (after the seal of {vp.SEALED2}), then rerun")
+        return (f"the part {part} is scored only with a frozen design: commit the design with "
+                f"'{vp.frozen_tag(part)}' in the message (after the seal of {path}), then rerun")
     if not re.match(r"[0-9a-f]{7,} *$", sealed):  # a commit, and nothing after it (" (CHANGED since ...")
-        return f"{vp.SEALED2} is {sealed}: its realities are no held-out test"
+        return f"{path} is {sealed}: its realities are no held-out test"
     if missing:
-        return f"not trained yet (bench/train_population.py --split untouched2): {', '.join(missing)}"
+        return f"not trained yet (bench/train_population.py --split {part}): {', '.join(missing)}"
     return None
 
 
@@ -65,6 +71,7 @@ def metrics_table(part: dict) -> str:
 def main() -> None:
     start = time.time()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", choices=tuple(vp.SEALED_PARTS), required=True)
     ap.add_argument("--episodes", type=int, default=20, help="nominal episodes per engine, and reality episodes")
     ap.add_argument("--sweep-episodes", type=int, default=8)
     ap.add_argument("--engines", default="mujoco,pybullet")
@@ -72,11 +79,12 @@ def main() -> None:
     ap.add_argument("--shard", default=None, help="K/N: fill the caches for every N-th policy from K (prints nothing)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
-    entries, missing = vp.population2(args.population)
-    frozen, sealed = vp.frozen(), vp.sealed(vp.SEALED2)
-    why = refusal(frozen, sealed, missing)
+    part = args.part
+    entries, missing = vp.sealed_population(part, args.population)
+    frozen, sealed = vp.frozen(part), vp.sealed(vp.SEALED_PARTS[part])
+    why = refusal(part, frozen, sealed, missing)
     if why:
-        sys.exit(f"validate_untouched2: {why}")
+        sys.exit(f"validate_sealed: {why}")
     design = (sweep.PASS_FRACTION, risk.HIGH_BELOW, risk.MEDIUM_BELOW)
     engines = tuple(args.engines.split(","))
     if args.shard:  # the measurements only, in caches: nothing about them is printed
@@ -93,16 +101,18 @@ def main() -> None:
         print(f"  {e.name:<40} {s['verdict']:<16} " + (
             "" if s["refused"] else "headroom " + " ".join(f"{s['headroom'][f]:.2f}" for f in FAMILIES)), flush=True)
         recs.append(rec)
-    results = {"untouched2": part_metrics(recs, *design)}
+    results = {part: part_metrics(recs, *design)}
     wall = time.time() - start
-    text = metrics_table(results["untouched2"]) + "\n\n" + per_policy(results)
+    text = metrics_table(results[part]) + "\n\n" + per_policy(results)
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
-    (out / "validate_untouched2.json").write_text(json.dumps(
+    (out / f"validate_{part}.json").write_text(json.dumps(
         {"design": design, "frozen": frozen, "sealed": sealed, "results": results, "wall_s": wall}, indent=1, default=str))
     if not args.no_write:
-        write_block(BEGIN, END, f"Produced by `{invocation('validate-untouched2')}` on {dt.date.today().isoformat()} "
+        extra = [a for a in sys.argv[1:] if a not in ("--part", part, f"--part={part}")]
+        command = f"make validate-{part}" + (f" ARGS=\"{' '.join(extra)}\"" if extra else "")
+        write_block(*markers(part), f"Produced by `{command}` on {dt.date.today().isoformat()} "
                     f"with the design frozen in {frozen} (pass fraction {design[0]:g}, high below {design[1]:g}, "
                     f"medium below {design[2]:g}); realities sealed in {sealed}; engines {', '.join(engines)}; "
                     f"{args.episodes} episodes per reality, {args.sweep_episodes} per visited rung; "
