@@ -113,6 +113,11 @@ def compile_model(scene, r: Heldout3Reality, *, joints=(), peak=None):
     return m
 
 
+def tether_pull(m, r: Heldout3Reality) -> float:
+    """[N] the tether's backward pull on the root body: ``r.tether`` x the robot's weight."""
+    return r.tether * float(np.sum(m.body_mass)) * float(np.linalg.norm(m.opt.gravity))
+
+
 def build(harness, r: Heldout3Reality, peak: np.ndarray):
     """(engine, model) of MuJoCo with ``r``'s model changes."""
     act = harness.actuation
@@ -180,7 +185,7 @@ def run_heldout(harness, policy, r: Heldout3Reality, *, episode_seeds, max_steps
     m = model.mj
     dt = float(m.opt.timestep)
     actuator, sensors = Actuator(r, len(peak)), Sensors(r, m)
-    pull = r.tether * float(np.sum(m.body_mass)) * float(np.linalg.norm(m.opt.gravity))
+    pull = tether_pull(m, r)
     returns = []
     for seed in episode_seeds:
         rng = np.random.default_rng(seed)
