@@ -57,9 +57,11 @@ UNTOUCHED3 = {
 its policies to the harness check (InvertedDoublePendulum never held 1000 steps, 200k Ants fell), so
 this one keeps to the two untouched tasks at budgets that passed it there (Walker2d 200k-500k, Ant
 400k+), new seeds. Its rule: every policy is screened by crosssim's own harness check (a nominal-only
-crossval, `--no-risk`, MuJoCo, 20 episodes) before its realities are sealed; the ones that fail are
-listed and never scored, the others are all scored, once, in the sealed bench/realities_heldout3.py
-after the next design is frozen (docs/risk.md, "Third untouched part")."""
+crossval, `--no-risk`, MuJoCo, 20 episodes) before the part is scored; the ones that fail are listed
+and never scored, the others are all scored, once, in the sealed bench/realities_heldout3.py after
+the next design is frozen (docs/risk.md, "Third untouched part"). (This said "before its realities
+are sealed"; the realities were sealed before any of these policies had trained, which the check
+does not depend on.)"""
 
 
 def population() -> list[dict]:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import realities  # noqa: E402
-from conftest import FixedActions  # noqa: E402
+from conftest import FixedActions, assert_mechanism_changes_rollout, heldout_rollout  # noqa: E402
 import realities_heldout as rh1  # noqa: E402
 import realities_heldout2 as rh2  # noqa: E402
 import realities_heldout3 as rh  # noqa: E402
@@ -47,27 +47,17 @@ def test_mechanisms_are_new_to_every_sweep_perturbation_and_other_reality():
         assert on == (set(MECHANISMS) if r.family == "all" else set(rh.MECHANISMS[r.family]))
 
 
-def _run(reality, task="Ant-v4", steps=40):
-    h = Harness.for_task(task)
-    policy = FixedActions(h.action_size, amplitude=0.9)
-    ret = rh.run_heldout(h, policy, reality, episode_seeds=[0], max_steps=steps)[0]
-    return ret, np.array(policy.seen)
-
-
 @pytest.mark.parametrize("name", MECHANISMS)
 @pytest.mark.parametrize("task", ["Ant-v4", "Walker2d-v4"])
 def test_each_mechanism_changes_the_rollout(task, name):
-    _, base = _run(rh.NOMINAL, task)
-    _, obs = _run(only(name), task)
-    n = min(len(base), len(obs))  # a mechanism may end the episode earlier or later
-    assert n > 3 and np.abs(obs[:n] - base[:n]).max() > 1e-3, f"{name} left the {task} rollout unchanged"
+    assert_mechanism_changes_rollout(rh, only(name), name, task)
 
 
 def test_the_nominal_loop_repeats_exactly_and_is_the_earlier_parts_loop():
     """The truth's base: the nominal loop is the same MuJoCo run twice, and the same run as the
     second part's nominal loop (no mechanism leaks into nominal)."""
-    a, obs_a = _run(rh.NOMINAL)
-    b, obs_b = _run(rh.NOMINAL)
+    a, obs_a = heldout_rollout(rh, rh.NOMINAL)
+    b, obs_b = heldout_rollout(rh, rh.NOMINAL)
     assert a == b and np.array_equal(obs_a, obs_b)
     h = Harness.for_task("Ant-v4")
     policy = FixedActions(h.action_size, amplitude=0.9)
