@@ -60,7 +60,7 @@ def _rows(retained_at: dict, engines=(("mujoco", 1000.0), ("pybullet", 1000.0), 
     return pd.DataFrame.from_records(recs)
 
 
-VISITED = {"actuation": {3: 0.7, 1: 0.98, 2: 0.94}, "timing": {2: 0.99, 3: 0.97, 4: 0.95},
+VISITED = {"actuation": {3: 0.7, 1: 0.98, 2: 0.85}, "timing": {2: 0.99, 3: 0.97, 4: 0.95},
            "contact": {3: 0.99, 5: 0.95, 6: 0.93}}
 
 
@@ -74,11 +74,11 @@ def card():
 def test_profile_hand_computed(card):
     risk = risk_profile(_rows(VISITED), card, reference="mujoco", resamples=50)
     act = risk.components["actuation"]
-    # Bracket rung 2 (severity 1, kept ~0.94) .. rung 3 (severity 2, ~0.7): 1 + (0.94 - 0.9) / (0.94 - 0.7).
-    assert act.margin == pytest.approx(1 + 0.04 / 0.24, abs=0.01) and not act.censored
+    # Bracket rung 1 (severity 0.5, kept ~0.98) .. rung 2 (severity 1, ~0.85): 0.5 + 0.5 (0.98 - 0.9) / (0.98 - 0.85).
+    assert act.margin == pytest.approx(0.5 + 0.5 * 0.08 / 0.13, abs=0.01) and not act.censored
     assert act.gap == pytest.approx(1.0)  # gymnasium default: motors 10 % weaker (severity 1), lag 5 ms (0.625)
     assert act.headroom == pytest.approx(act.margin) and act.verdict == "medium"
-    assert act.drop_at_gap == pytest.approx(0.06, abs=0.005)
+    assert act.drop_at_gap == pytest.approx(0.15, abs=0.005)
     assert act.engine_margins["newton"] == 2.0 and act.engine_spread == pytest.approx(0.0)  # newton does not count
     assert [p.rung for p in act.curves["mujoco"]] == [1, 2, 3]
     assert risk.components["timing"].censored and risk.components["timing"].verdict == "low"
@@ -90,17 +90,17 @@ def test_profile_hand_computed(card):
 
 def test_verdict_support_calls_an_edge_verdict_uncertain(card):
     """The verdict's support is the share of bootstrap resamples whose rule gives each class: a clean
-    medium is 100 % medium and says nothing more; a margin on the medium/low edge (1.5x the gap) with
-    a spread of episodes at the rung past it is called uncertain, and the classes it moves between
-    are named."""
+    medium is 100 % medium and says nothing more; a margin on the medium/low edge (1x the gap) with
+    a spread of episodes at the rung that decides it is called uncertain, and the classes it moves
+    between are named."""
     clean = risk_profile(_rows(VISITED), card, reference="mujoco", resamples=200)
     assert clean.verdict_support == {"medium": 1.0} and "uncertain" not in clean.message and not clean.uncertain
     assert clean.thresholds["verdict_support_min"] == 0.9
     assert risk_profile(_rows(VISITED), card, reference="mujoco", resamples=0).verdict_support == {}
 
     rows = _rows(VISITED, engines=(("mujoco", 1000.0),), episodes=4)
-    past = rows.condition == LADDERS["actuation"].condition(3)  # severity 2; rung 2 (severity 1) keeps 0.94
-    rows.loc[past, "return"] = [700.0, 1000.0, 860.0, 880.0]  # mean 0.86 of nominal: margin about 1.5
+    edge = rows.condition == LADDERS["actuation"].condition(2)  # severity 1; rung 3 (severity 2) keeps 0.7
+    rows.loc[edge, "return"] = [780.0, 1000.0, 860.0, 960.0]  # mean 0.90 of nominal: margin about 1.0
     edge = risk_profile(rows, card, reference="mujoco", resamples=400)
     assert edge.driver == "actuation" and edge.verdict in ("medium", "low")
     assert set(edge.verdict_support) == {"medium", "low"} and sum(edge.verdict_support.values()) == pytest.approx(1.0)
@@ -117,7 +117,7 @@ def test_a_support_just_under_the_threshold_never_reads_as_it():
 
 def test_tighter_deployment_gap_changes_the_verdict(card):
     rows = _rows(VISITED)
-    # severity 5: the margin (1.17) is below a quarter of it (HIGH_BELOW 0.25); at severity 3 (0.3) it is medium
+    # severity 5: the margin (0.81) is below a quarter of it (HIGH_BELOW 0.25); at severity 3 (0.27) it is medium
     wide = dataclasses.replace(card, deployment={"motor_strength": 0.5})
     narrow = dataclasses.replace(card, deployment={"motor_strength": 0.02, "motor_lag": 0.0})
     assert risk_profile(rows, wide, reference="mujoco", resamples=20).verdict == "high"
