@@ -35,17 +35,21 @@ from validate_risk import FAMILIES, part_metrics, per_policy, score, write_block
 
 from crosssim import risk, sweep  # noqa: E402
 
+
 def markers(part: str) -> tuple[str, str]:
     """The part's block in docs/risk.md."""
     return f"<!-- {part}:begin -->", f"<!-- {part}:end -->"
 
 
-def refusal(part: str, frozen: str | None, sealed: str, missing: list[str]) -> str | None:
-    """Why ``part`` may not be scored now (None: it may)."""
+def refusal(part: str, frozen: str | None, sealed: str, missing: list[str], latest: str | None = None) -> str | None:
+    """Why ``part`` may not be scored now (None: it may). ``latest``: the newest freeze for any part."""
     path = vp.SEALED_PARTS[part]
     if frozen is None:
         return (f"the part {part} is scored only with a frozen design: commit the design with "
                 f"'{vp.frozen_tag(part)}' in the message (after the seal of {path}), then rerun")
+    if latest is not None and latest != frozen:
+        return (f"the design frozen for {part} ({frozen}) no longer ships: {latest} froze another one since, "
+                f"so {part}'s table in docs/risk.md is the record of its one scoring")
     if not re.match(r"[0-9a-f]{7,} *$", sealed):  # a commit, and nothing after it (" (CHANGED since ...")
         return f"{path} is {sealed}: its realities are no held-out test"
     if missing:
@@ -82,7 +86,7 @@ def main() -> None:
     part = args.part
     entries, missing = vp.sealed_population(part, args.population)
     frozen, sealed = vp.frozen(part), vp.sealed(vp.SEALED_PARTS[part])
-    why = refusal(part, frozen, sealed, missing)
+    why = refusal(part, frozen, sealed, missing, vp.latest_freeze())
     if why:
         sys.exit(f"validate_sealed: {why}")
     design = (sweep.PASS_FRACTION, risk.HIGH_BELOW, risk.MEDIUM_BELOW)

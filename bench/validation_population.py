@@ -73,6 +73,13 @@ def frozen(part: str = "untouched2", root: Path = ROOT) -> str | None:
     return freeze[0] if after else None
 
 
+def latest_freeze(root: Path = ROOT) -> str | None:
+    """The newest commit that froze a design for any part: a part whose own freeze is older was
+    frozen for a design that no longer ships (its table is a record, not rerun)."""
+    every = _git_log("--grep=FROZEN for ", "--fixed-strings", root=root)
+    return every[0] if every else None
+
+
 def sealed(path: str = SEALED) -> str:
     """The commit that sealed the held-out realities at ``path`` (its message says SEALED), and
     whether the file changed after it (an untouched part must be scored in the sealed realities)."""

@@ -40,13 +40,19 @@ def test_a_design_counts_as_frozen_only_after_the_seal(tmp_path, part, order, sc
     assert (vp.frozen(part, tmp_path) is not None) == scored
 
 
-def test_a_freeze_for_one_part_does_not_open_another(tmp_path):
+def test_a_freeze_for_one_part_does_not_open_another_and_a_later_one_closes_it(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for part in vp.SEALED_PARTS:
         _commit(tmp_path, "realities: SEALED", vp.SEALED_PARTS[part])
     _commit(tmp_path, f"risk: {vp.frozen_tag('untouched2')}")
-    assert vp.frozen("untouched2", tmp_path) is not None
-    assert vp.frozen("untouched3", tmp_path) is None
+    first = vp.frozen("untouched2", tmp_path)
+    assert first is not None and vp.frozen("untouched3", tmp_path) is None
+    assert vu.refusal("untouched2", first, "bb54495", [], vp.latest_freeze(tmp_path)) is None
+    _commit(tmp_path, f"risk: new thresholds, {vp.frozen_tag('untouched3')}")
+    later = vp.latest_freeze(tmp_path)
+    assert vp.frozen("untouched3", tmp_path) == later != first
+    assert "no longer ships" in vu.refusal("untouched2", first, "bb54495", [], later)  # its table is the record
+    assert vu.refusal("untouched3", later, "a58f373", [], later) is None
 
 
 @pytest.mark.parametrize("part", sorted(vp.SEALED_PARTS))
