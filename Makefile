@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 validate-untouched3 design-round2 design-round3 multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 validate-untouched3 retest-untouched3 design-round2 design-round3 multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -82,6 +82,10 @@ validate-untouched2: $(STAMP)
 validate-untouched3: $(STAMP)
 	$(PY) bench/train_population.py --split untouched3
 	$(PY) bench/validate_sealed.py --part untouched3 $(ARGS)
+
+# How much of the third untouched part's miss is measurement noise (docs/risk.md); after validate-untouched3.
+retest-untouched3: $(STAMP)
+	$(PY) bench/retest_sealed.py --part untouched3 $(ARGS)
 
 # Multi-engine training experiment (docs/multisim.md): trains 4 recipes x 4 seeds (cached), then evaluates.
 multisim: $(STAMP)
