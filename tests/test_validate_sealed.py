@@ -137,3 +137,26 @@ def test_design_round3_rule():
     assert d3.decide(a, {"all": {"pooled": (0.71, 0.1)}, "kendall": 0.70})[0] == "A"  # within the tie
     ships, why = d3.decide(a, {"all": {"pooled": (0.80, 0.1)}, "kendall": 0.50})
     assert ships == "A" and "Kendall" in why
+
+
+def _scored(verdict, headroom):
+    return {"refused": False, "verdict": verdict, "headroom": dict(zip(("actuation", "timing", "contact"), headroom))}
+
+
+def test_retest_sealed_numbers_ceiling_and_ties():
+    import retest_sealed as rs
+
+    recs = []
+    for i in range(5):  # the predictor ranks the truth perfectly; the retest truth reverses one pair
+        drop = {t: 0.1 * i for t in ("actuation", "timing", "contact", "all")}
+        retest = {**drop, "timing": {3: 0.4, 4: 0.3}.get(i, 0.1 * i)}
+        recs.append({"task": "Walker2d", "truth": drop, "retest": {**retest, "contact": 1.0},
+                     "seed0": _scored("high", [1 - 0.1 * i] * 3), "seed2000": _scored("high" if i else "low", [1 - 0.1 * i] * 3)})
+    out = rs.numbers(recs)
+    assert out["actuation"]["rel_truth"] == pytest.approx(1.0) and out["actuation"]["ceiling"] == pytest.approx(1.0)
+    assert out["timing"]["rel_truth"] == pytest.approx(0.9) and out["timing"]["ceiling"] == pytest.approx(np.sqrt(0.9))
+    assert np.isnan(out["contact"]["rel_truth"])  # a retest truth that is all ties ranks nothing
+    assert out["same_verdict"] == pytest.approx(0.8)
+    text = rs.table({"pooled": out})
+    assert "| pooled (n 5) | timing | 0.90 | 1.00 | 0.95 |" in text and "| pooled (n 5) | contact | — |" in text
+    assert "pooled 80 %" in text
