@@ -9,7 +9,7 @@ Policies of varied robustness, in two splits that `make validate` keeps apart:
 - ``untouched2``: new Walker2d-v4 and Ant-v4 seeds and budgets, and InvertedDoublePendulum-v4
   (``UNTOUCHED2``): the test of design round 2, unseen until it was frozen.
 - ``untouched3``: new Walker2d-v4 and Ant-v4 seeds (``UNTOUCHED3``), screened by the harness check
-  before sealing: the test of design round 3.
+  before scoring: the test of design round 3.
 
 Training runs in gymnasium's own ``-v4`` environments (not crosssim's harness: about ten times
 faster here, and the policies are then foreign to crosssim as a user's would be). Domain

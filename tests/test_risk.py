@@ -99,8 +99,8 @@ def test_verdict_support_calls_an_edge_verdict_uncertain(card):
     assert risk_profile(_rows(VISITED), card, reference="mujoco", resamples=0).verdict_support == {}
 
     rows = _rows(VISITED, engines=(("mujoco", 1000.0),), episodes=4)
-    edge = rows.condition == LADDERS["actuation"].condition(2)  # severity 1; rung 3 (severity 2) keeps 0.7
-    rows.loc[edge, "return"] = [780.0, 1000.0, 860.0, 960.0]  # mean 0.90 of nominal: margin about 1.0
+    decides = rows.condition == LADDERS["actuation"].condition(2)  # severity 1; rung 3 (severity 2) keeps 0.7
+    rows.loc[decides, "return"] = [780.0, 1000.0, 860.0, 960.0]  # mean 0.90 of nominal: margin about 1.0
     edge = risk_profile(rows, card, reference="mujoco", resamples=400)
     assert edge.driver == "actuation" and edge.verdict in ("medium", "low")
     assert set(edge.verdict_support) == {"medium", "low"} and sum(edge.verdict_support.values()) == pytest.approx(1.0)
