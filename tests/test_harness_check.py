@@ -163,3 +163,25 @@ def test_a_run_capped_below_the_task_limit_checks_no_return_claim(tmp_path, card
     assert capped.harness_check.status == "skipped" and "stops at 200" in capped.harness_check.message
     whole = risk_profile(df, card, reference="mujoco", resamples=20)
     assert whole.verdict == "harness mismatch" and "2,871" in whole.message and "e+0" not in whole.message
+
+
+def _mixed(succeed: int, n: int = 20) -> pd.DataFrame:
+    """Reference rows of ``n`` episodes, ``succeed`` of them running to the limit, the rest falling at once."""
+    df = _rows([1000.0] * n, engines=("mujoco",))
+    falls = df.episode >= succeed
+    df.loc[falls, "terminated"], df.loc[falls, "length"] = True, 10
+    return df[df.condition == "nominal"]
+
+
+@pytest.mark.parametrize("succeed, status, at_edge", [(10, "skipped", True), (9, "mismatch", True),
+                                                      (14, "skipped", True), (15, "skipped", False),
+                                                      (20, "skipped", False), (3, "mismatch", False)])
+def test_a_task_success_count_at_the_rules_edge_says_so(card, succeed, status, at_edge):
+    """10 of 20 passed with one seed and was refused with another on the third untouched part: a count
+    whose 95 % interval holds the 50 % rule says another seed may decide the other way."""
+    check = harness_check(_mixed(succeed), dataclasses.replace(card, claimed={}), "mujoco")
+    assert check.status == status, check.message
+    assert ("At the edge of the task-success rule" in check.message) == at_edge, check.message
+    if at_edge:
+        assert f"{succeed} of 20 episodes succeed, a 95% interval of" in check.message
+        assert ".." not in check.message and "more --episodes settle it." in check.message

@@ -55,3 +55,12 @@ def test_bootstrap_agrees_with_a_hand_written_percentile_bootstrap():
     assert lo == pytest.approx(x.mean() - half, abs=0.15) and hi == pytest.approx(x.mean() + half, abs=0.15)
     med = bootstrap_ci(x, statistic=np.median, seed=0)
     assert med[0] < np.median(x) < med[1]
+
+
+def test_share_interval_is_wilsons():
+    from crosssim.stats import share_interval
+
+    lo, hi = share_interval(10, 20)  # Wilson: 0.5 +- 1.96 sqrt(0.25/20 + 1.96^2/1600) / (1 + 1.96^2/20)
+    assert (lo, hi) == pytest.approx((0.2993, 0.7007), abs=1e-4)
+    assert share_interval(20, 20)[1] == pytest.approx(1.0) and share_interval(20, 20)[0] == pytest.approx(0.8389, abs=1e-4)
+    assert all(np.isnan(share_interval(0, 0)))

@@ -336,6 +336,21 @@ def claim_met(values, claim: float, *, seed: int = 0) -> tuple[bool, tuple[float
     return bool(hi >= claim - (1.0 - CLAIM_FRACTION) * abs(claim)), (lo, hi)
 
 
+def success_edge(k: int, n: int) -> str:
+    """A sentence when the task-success count sits at TASK_SUCCESS_MIN's edge: its 95 % interval
+    (Wilson) holds the rule's share, so another seed can pass a policy this run refuses, or the
+    reverse (seen on the third untouched part: 10 of 20 passed with seed 0, refused with seed 2000).
+    Empty otherwise."""
+    from crosssim.stats import share_interval
+
+    lo, hi = share_interval(k, n)
+    if not lo <= TASK_SUCCESS_MIN <= hi:
+        return ""
+    return (f"At the edge of the task-success rule: {k} of {n} episodes succeed, a 95% interval of "
+            f"{100 * lo:.0f}-{100 * hi:.0f}% around the {100 * TASK_SUCCESS_MIN:.0f}% the rule asks, so another "
+            f"seed may decide the other way; more --episodes settle it.")
+
+
 def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed: int = 0,
                   max_steps: int | None = None) -> HarnessCheck:
     """Does the policy do its task, and reach its card's claims, in the reference engine?
@@ -358,13 +373,15 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
     per_episode = {"return": ok["return"].to_numpy(float), "x_velocity": ok["x_velocity"].to_numpy(float),
                    "survival": (~ok["terminated"].to_numpy(bool)).astype(float)}
     measured = {k: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan") for k, v in per_episode.items()}
+    edge = success_edge(int(success.sum()), len(success))
+    then = f". {edge}" if edge else ""  # after a message that ends without a full stop
     if success.mean() < TASK_SUCCESS_MIN:
         return HarnessCheck(status="mismatch", measured=measured, hints=hints, reference_return=measured["return"],
                             message=(f"harness mismatch: the policy fails its task {task.name} in its reference "
                                      f"engine {reference}: {int(success.sum())} of {len(success)} episodes succeed "
                                      f"({task.success_criterion}); no risk is computed for a policy that does "
                                      f"not do its task (it cannot show a drop). If it works where it was "
-                                     f"trained, the card is likely wrong.{hint_text}"))
+                                     f"trained, the card is likely wrong.{' ' + edge if edge else ''}{hint_text}"))
     claims = dict(card.claimed)
     capped = max_steps is not None and max_steps < task.max_steps
     uncheckable = [k for k in ("return", "survival") if capped and k in claims]
@@ -375,12 +392,12 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
                             message=(f"the policy does its task ({int(success.sum())} of {len(success)} episodes "
                                      f"succeed); the card's {' and '.join(uncheckable)} claims are for whole "
                                      f"episodes of {task.max_steps} steps and this run stops at {max_steps}: "
-                                     "claims not checked"))
+                                     f"claims not checked{then}"))
     if not claims:
         return HarnessCheck(status="skipped", reference_return=measured["return"], measured=measured,
                             message=(f"the policy does its task ({int(success.sum())} of {len(success)} episodes "
                                      "succeed); the card claims no performance (claimed: return, x_velocity or "
-                                     "survival): claims not checked"))
+                                     f"survival): claims not checked{then}"))
     short = []
     for key, claim in claims.items():
         met, (lo, hi) = claim_met(per_episode[key], claim, seed=seed)
@@ -394,4 +411,4 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
                                      + "; ".join(short) + "." + hint_text))
     return HarnessCheck(status="ok", measured=measured, claimed=claims, reference_return=measured["return"],
                         message="reference engine reaches the card's claims (" + ", ".join(
-                            f"{k} {number(measured[k])} vs {number(v)}" for k, v in claims.items()) + ")")
+                            f"{k} {number(measured[k])} vs {number(v)}" for k, v in claims.items()) + ")" + then)

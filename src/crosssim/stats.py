@@ -30,6 +30,17 @@ def bootstrap_ci(values, *, level: float = 0.95, resamples: int = 2000, seed: in
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def share_interval(k: int, n: int, *, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a share of ``k`` successes in ``n`` trials (scipy's binomtest); (nan,
+    nan) for no trials. Used where a count of episodes meets a rule (the harness check's task success)."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    from scipy.stats import binomtest
+
+    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
 def relative_drop(reference: float, value: float) -> float:
     """(reference - value) / |reference|: 0 = as good as the reference, 1 = lost everything."""
     if not np.isfinite(reference) or not np.isfinite(value) or reference == 0:
