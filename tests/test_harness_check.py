@@ -173,15 +173,38 @@ def _mixed(succeed: int, n: int = 20) -> pd.DataFrame:
     return df[df.condition == "nominal"]
 
 
-@pytest.mark.parametrize("succeed, status, at_edge", [(10, "skipped", True), (9, "mismatch", True),
-                                                      (14, "skipped", True), (15, "skipped", False),
-                                                      (20, "skipped", False), (3, "mismatch", False)])
-def test_a_task_success_count_at_the_rules_edge_says_so(card, succeed, status, at_edge):
-    """10 of 20 passed with one seed and was refused with another on the third untouched part: a count
-    whose 95 % interval holds the 50 % rule says another seed may decide the other way."""
-    check = harness_check(_mixed(succeed), dataclasses.replace(card, claimed={}), "mujoco")
+@pytest.mark.parametrize("succeed, n, status, at_edge", [(10, 20, "skipped", True), (9, 20, "mismatch", True),
+                                                         (14, 20, "skipped", True), (15, 20, "skipped", False),
+                                                         (20, 20, "skipped", False), (3, 20, "mismatch", False),
+                                                         (3, 3, "skipped", False), (0, 3, "mismatch", False)])
+def test_a_task_success_count_at_the_rules_edge_says_so(card, succeed, n, status, at_edge):
+    """10 of 20 passed with one seed and was refused with another on the third untouched part: a mixed
+    count whose 95 % interval holds the 50 % rule says another seed may decide the other way. A
+    unanimous short run (--quick's 3 episodes) is not called an edge."""
+    check = harness_check(_mixed(succeed, n), dataclasses.replace(card, claimed={}), "mujoco")
     assert check.status == status, check.message
     assert ("At the edge of the task-success rule" in check.message) == at_edge, check.message
     if at_edge:
-        assert f"{succeed} of 20 episodes succeed, a 95% interval of" in check.message
+        assert f"{succeed} of {n} episodes succeed, a 95% interval of" in check.message
         assert ".." not in check.message and "more --episodes settle it." in check.message
+
+
+@pytest.mark.parametrize("claimed, status", [({}, "skipped"), ({"return": 100000.0}, "mismatch")])
+def test_a_run_without_sweeps_still_checks_the_harness(tmp_path, capsys, claimed, status):
+    """--no-risk skips the sweeps, not the question whether the policy does its task and reaches its
+    card's claims: the check is in summary.json, the terminal and the report."""
+    import json
+
+    from crosssim.cli import main
+
+    if not CARD.exists():
+        pytest.skip("example hopper policy not present")
+    card = _card_copy(tmp_path, claimed=claimed)
+    out = tmp_path / "run"
+    main(["crossval", "--policy", str(card), "--engines", "mujoco", "--episodes", "2", "--no-risk", "--inline",
+          "--quiet", "--trust-policy-code", "--out", str(out)])
+    assert f"harness check: {status} - " in capsys.readouterr().out
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["risk"] is None and saved["harness_check"]["status"] == status
+    html = (out / "report.html").read_text()
+    assert 'id="harness-check"' in html and f"<strong>{status}</strong>" in html

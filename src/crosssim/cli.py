@@ -187,6 +187,9 @@ def cmd_crossval(args) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     if run.summary.risk:
         print_risk(run.summary.risk)
+    elif run.summary.harness_check is not None:
+        check = run.summary.harness_check
+        print(f"\nharness check: {check.status} - {check.message}")
     if run.summary.real:
         from crosssim.real.compare import format_real
 

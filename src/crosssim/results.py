@@ -289,6 +289,10 @@ class RunSummary:
     """The card's path relative to the run folder, so a report regenerated from any working folder
     finds it (``card`` is as the command line gave it); None in runs written before it existed.
     Optional in both directions (older readers ignore it), so the schema version stays."""
+    harness_check: HarnessCheck | None = None
+    """The harness check of a run without sweeps (``--no-risk``): does the policy do its task and
+    reach its card's claims in the reference engine. With sweeps it is ``risk.harness_check``. Optional
+    in both directions, as ``card_from_run``."""
 
 
 def card_path(folder: Path, summary: RunSummary) -> Path:

@@ -337,14 +337,15 @@ def claim_met(values, claim: float, *, seed: int = 0) -> tuple[bool, tuple[float
 
 
 def success_edge(k: int, n: int) -> str:
-    """A sentence when the task-success count sits at TASK_SUCCESS_MIN's edge: its 95 % interval
-    (Wilson) holds the rule's share, so another seed can pass a policy this run refuses, or the
-    reverse (seen on the third untouched part: 10 of 20 passed with seed 0, refused with seed 2000).
-    Empty otherwise."""
+    """A sentence when the task-success count sits at TASK_SUCCESS_MIN's edge: some episodes
+    succeed and some fail, and the count's 95 % interval (Wilson) holds the rule's share, so another
+    seed can pass a policy this run refuses, or the reverse (seen on the third untouched part: 10 of
+    20 passed with seed 0, refused with seed 2000). Empty otherwise (a unanimous count of a short
+    run, e.g. --quick's 3 of 3, is not called an edge: no episode went the other way)."""
     from crosssim.stats import share_interval
 
     lo, hi = share_interval(k, n)
-    if not lo <= TASK_SUCCESS_MIN <= hi:
+    if not 0 < k < n or not lo <= TASK_SUCCESS_MIN <= hi:
         return ""
     return (f"At the edge of the task-success rule: {k} of {n} episodes succeed, a 95% interval of "
             f"{100 * lo:.0f}-{100 * hi:.0f}% around the {100 * TASK_SUCCESS_MIN:.0f}% the rule asks, so another "

@@ -50,7 +50,12 @@ def summarize(plan, df, got) -> RunSummary:
 
     ref = one(reference, None)
     engines = {e: ref if e == reference else one(e, ref.mean_return) for e in config.engines}
-    risk = None
+    risk = check = None
+    if not config.risk:  # no sweeps, but still: does the policy do its task, and reach its claims?
+        from crosssim.risk import harness_check
+
+        check = harness_check(nominal[nominal.engine == reference], card, reference, task=plan.harness.task,
+                              seed=config.seed, max_steps=config.max_steps)
     if config.risk:
         from crosssim.diagnose import card_hints
         from crosssim.risk import risk_profile
@@ -89,6 +94,7 @@ def summarize(plan, df, got) -> RunSummary:
         risk=risk,
         warnings=identical_episodes(nominal[nominal.engine == reference], reference) + version_notes,
         card_from_run=os.path.relpath(card.path.resolve(), plan.out.resolve()),
+        harness_check=check,
     )
 
 
