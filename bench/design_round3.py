@@ -25,7 +25,7 @@ while a real robot brings every gap at once.
   verdicts' Kendall tau (its own thresholds) is no more than 0.05 below A's (its own thresholds on
   the same grid). Otherwise A stays with the thresholds it ships (0.25, 1.5). Either way the design
   that stays is frozen ("FROZEN for untouched3") and the third untouched part is scored once
-  (bench/validate_untouched3.py).
+  (bench/validate_sealed.py --part untouched3).
 
     .venv/bin/python bench/design_round3.py [--no-write]
 """
@@ -96,7 +96,7 @@ def summary(recs: list[dict], design: str) -> dict:
     with grid():
         (_, high, medium), rows = select_design(mine, FRACTION)
     chosen = next(g for g in rows if (g["high"], g["medium"]) == (high, medium))
-    shipped = next(g for g in rows if (g["high"], g["medium"]) == (0.25, 1.5))
+    shipped = next(g for g in rows if (g["high"], g["medium"]) == (0.25, 1.5))  # the pair shipped when round 3 ran
     out.update(thresholds=(high, medium), counts=chosen["counts"], kendall=chosen["kendall"],
                at_shipped={"counts": shipped["counts"], "kendall": shipped["kendall"]})
     return out

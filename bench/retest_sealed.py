@@ -98,8 +98,11 @@ def main() -> None:
     args = ap.parse_args()
     k, n = vp.shard(args.shard)
     entries, missing = vp.sealed_population(args.part)
-    if missing or vp.frozen(args.part) is None:
-        sys.exit(f"retest_sealed: {args.part} has not been scored (missing: {missing or 'a freeze'})")
+    from validate_sealed import refusal
+
+    why = refusal(args.part, vp.frozen(args.part), vp.sealed(vp.SEALED_PARTS[args.part]), missing, vp.latest_freeze())
+    if why:  # the retest measures the design frozen for the part, with its sealed realities, or nothing
+        sys.exit(f"retest_sealed: {why}")
     recs = [r for e in entries[k::n] if (r := measure(e)) is not None]
     if n > 1:
         print(f"shard {k}/{n}: {len(recs)} policies measured in {(time.time() - start) / 60:.1f} min")

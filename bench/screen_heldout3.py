@@ -15,6 +15,9 @@ The rule, fixed before the first run:
    halved), once; 0.80 or more, half as far, once. Otherwise nothing changes.
 3. The values that come out are written into realities_heldout3.py and sealed, whatever they cost.
 
+It ran once, on the first values; its output is bench/results/screen_heldout3.txt. Run again, it
+reads the sealed (doubled) values and prints other numbers: a record of what they cost, not the screen.
+
     .venv/bin/python bench/screen_heldout3.py
 """
 

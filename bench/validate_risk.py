@@ -422,8 +422,10 @@ def main() -> None:
                for p in CHOOSING_PARTS if any(r["part"] == p for r in choosing)}
     untouched = []
     if tuple(chosen) != shipped:
-        print("the chosen design differs from the shipped one: change the shipped values in a commit, then rerun; "
-              "the untouched part is not scored with a design that is not shipped")
+        print("the chosen design differs from the shipped one, so the untouched part is not scored (it is never "
+              "scored with a design that is not shipped). The shipped values now come from design rounds 2 and 3 "
+              "(docs/risk.md), measured better than this grid's records: this run's tables are a record, not a "
+              "reason to change them")
     elif not args.selection_only:
         print(f"untouched part, held-out realities sealed in {vp.sealed()}")
         untouched = [evaluate(e, (chosen[0],)) for e in entries if e.part == "untouched"]

@@ -60,12 +60,21 @@ def _git_log(*extra: str, root: Path = ROOT) -> list[str]:
     return out.stdout.split()
 
 
-def frozen(part: str = "untouched2", root: Path = ROOT) -> str | None:
-    """The newest commit whose message says ``frozen_tag(part)``, if the seal of the part's realities
+def _freezes(words: str, root: Path = ROOT) -> list[str]:
+    """Commits, newest first, whose subject line holds ``words`` (a body that only quotes a freeze tag,
+    as eb1e5ce's does, freezes nothing)."""
+    import subprocess
+
+    out = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s"], capture_output=True, text=True)
+    return [line.split(" ", 1)[0] for line in out.stdout.splitlines() if words in line.partition(" ")[2]]
+
+
+def frozen(part: str, root: Path = ROOT) -> str | None:
+    """The newest commit whose subject says ``frozen_tag(part)``, if the seal of the part's realities
     is among its ancestors (a design frozen before the test existed cannot have been frozen for it)."""
     import subprocess
 
-    freeze = _git_log(f"--grep={frozen_tag(part)}", "--fixed-strings", root=root)
+    freeze = _freezes(frozen_tag(part), root)
     seal = _git_log("--grep=SEALED", "--", SEALED_PARTS[part], root=root)
     if not freeze or not seal:
         return None
@@ -76,7 +85,7 @@ def frozen(part: str = "untouched2", root: Path = ROOT) -> str | None:
 def latest_freeze(root: Path = ROOT) -> str | None:
     """The newest commit that froze a design for any part: a part whose own freeze is older was
     frozen for a design that no longer ships (its table is a record, not rerun)."""
-    every = _git_log("--grep=FROZEN for ", "--fixed-strings", root=root)
+    every = _freezes("FROZEN for ", root)
     return every[0] if every else None
 
 

@@ -34,7 +34,7 @@ def only(name: str) -> rh.Heldout3Reality:
     return replace(rh.NOMINAL, name=name, **{name: getattr(rh.ALL, name)})
 
 
-def test_mechanisms_are_new_to_every_sweep_perturbation_and_other_reality():
+def test_mechanism_names_are_new_to_every_sweep_perturbation_and_other_reality():
     swept = {axis for lad in LADDERS.values() for axis, _ in lad.axes}
     assert not set(MECHANISMS) & swept
     assert not set(MECHANISMS) & {f.name for f in fields(Perturbation)}
@@ -104,9 +104,10 @@ def test_sensors_lag_velocities_and_clip_angular_ones_only():
 
     frame_cls = dataclasses.make_dataclass("F", ["qvel", "derived"])
     sense = rh.Sensors(only("velocity_skew"), m)
-    first, second = np.full(m.nv, 1.0), np.full(m.nv, 2.0)
-    assert np.array_equal(sense(frame_cls(first, "x")).qvel, first)  # nothing older yet
-    assert np.array_equal(sense(frame_cls(second, "x")).qvel, first)  # one period late
+    assert rh.ALL.velocity_skew == 2
+    readings = [np.full(m.nv, float(k)) for k in range(1, 6)]
+    seen = [sense(frame_cls(v, "x")).qvel[0] for v in readings]
+    assert seen == [1.0, 1.0, 1.0, 2.0, 3.0]  # the first reading repeats until the one two periods old arrives
     gyro = rh.Sensors(only("gyro_range"), m)
     fast = gyro(frame_cls(np.full(m.nv, 100.0), "x"))
     assert np.all(fast.qvel[linear] == 100.0) and np.all(fast.qvel[rh.angular_dofs(m)] == rh.ALL.gyro_range)
@@ -124,6 +125,8 @@ def test_the_tether_pulls_back_and_the_feet_are_heavier():
     others = np.setdiff1d(np.arange(m.nbody), feet)
     assert np.array_equal(m.body_mass[others], m0.body_mass[others])
     assert rh.tether_pull(m, rh.CONTACT) == pytest.approx(rh.CONTACT.tether * m.body_mass.sum() * 9.81)
+    ant = rh.build(Harness.for_task("Ant-v4"), rh.NOMINAL, np.ones(8))[1].mj
+    assert m.body(1).name == ant.body(1).name == "torso"  # the pull goes on body 1: the root, in both robots
     assert len(rh.distal_bodies(rh.build(Harness.for_task("Ant-v4"), rh.NOMINAL, np.ones(8))[1].mj)) == 4
     # the pull is felt: with the robot held still by zero actions, the torso drifts back
     pulled = rh.run_heldout(h, FixedActions(h.action_size, amplitude=0.0), only("tether"), episode_seeds=[0], max_steps=30)

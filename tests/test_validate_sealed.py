@@ -53,6 +53,8 @@ def test_a_freeze_for_one_part_does_not_open_another_and_a_later_one_closes_it(t
     assert vp.frozen("untouched3", tmp_path) == later != first
     assert "no longer ships" in vu.refusal("untouched2", first, "bb54495", [], later)  # its table is the record
     assert vu.refusal("untouched3", later, "a58f373", [], later) is None
+    _commit(tmp_path, f"docs: say how the design was frozen\n\nQuoting '{vp.frozen_tag('untouched2')}' in a body.")
+    assert vp.latest_freeze(tmp_path) == later and vp.frozen("untouched2", tmp_path) == first  # subjects only
 
 
 @pytest.mark.parametrize("part", sorted(vp.SEALED_PARTS))
