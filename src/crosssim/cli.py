@@ -129,11 +129,15 @@ def print_table(summary, file=None, *, table=None) -> None:
         console.print(printable(f"(nominal episodes; mean [95% CI]; {table.metric_text})", 2000), markup=False)
 
 
+def print_check(check, file=None) -> None:
+    """The harness check's line (crosssim.results.HarnessCheck), with or without a risk profile."""
+    print(f"\nharness check: {check.status} - {check.message}", file=file or sys.stdout)
+
+
 def print_risk(risk, file=None) -> None:
     """A crosssim.results.RiskProfile, one line per component (to ``file``, default: stdout as it is now)."""
     file = file or sys.stdout
-    check = risk.harness_check
-    print(f"\nharness check: {check.status} - {check.message}", file=file)
+    print_check(risk.harness_check, file)
     if risk.aggregate is None:  # a harness mismatch: no risk numbers, only the finding
         print(f"verdict: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
               file=file)
@@ -188,8 +192,7 @@ def cmd_crossval(args) -> int:
     if run.summary.risk:
         print_risk(run.summary.risk)
     elif run.summary.harness_check is not None:
-        check = run.summary.harness_check
-        print(f"\nharness check: {check.status} - {check.message}")
+        print_check(run.summary.harness_check)
     if run.summary.real:
         from crosssim.real.compare import format_real
 

@@ -51,11 +51,6 @@ def summarize(plan, df, got) -> RunSummary:
     ref = one(reference, None)
     engines = {e: ref if e == reference else one(e, ref.mean_return) for e in config.engines}
     risk = check = None
-    if not config.risk:  # no sweeps, but still: does the policy do its task, and reach its claims?
-        from crosssim.risk import harness_check
-
-        check = harness_check(nominal[nominal.engine == reference], card, reference, task=plan.harness.task,
-                              seed=config.seed, max_steps=config.max_steps)
     if config.risk:
         from crosssim.diagnose import card_hints
         from crosssim.risk import risk_profile
@@ -75,6 +70,11 @@ def summarize(plan, df, got) -> RunSummary:
             from crosssim.diagnose import suspect_hint
 
             risk = profile([suspect_hint(plan, reference), *hints])
+    else:  # no sweeps, but still: does the policy do its task, and reach its claims?
+        from crosssim.risk import harness_check
+
+        check = harness_check(nominal[nominal.engine == reference], card, reference, task=plan.harness.task,
+                              seed=config.seed, max_steps=config.max_steps)
     note = getattr(plan.harness.task, "version_note", None)  # a default version is said, never silent
     version_notes = [note] if note else []
     return RunSummary(
