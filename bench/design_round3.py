@@ -87,12 +87,12 @@ def grid():
 
 
 def summary(recs: list[dict], design: str) -> dict:
-    ok = [r for r in recs if not r["scores"][str(FRACTION)]["refused"]]
     mine = [{**r, "scores": {str(FRACTION): as_design(r["scores"][str(FRACTION)], design)}} for r in recs]
-    out = {"n": len(recs), "refused": [r["name"] for r in recs if r not in ok]}
+    ok = [r for r in mine if not r["scores"][str(FRACTION)]["refused"]]
+    out = {"n": len(recs), "refused": [r["name"] for r in mine if r not in ok]}
     groups = {"pooled": ok, **{part: [r for r in ok if r["part"] == part] for part in vp.CHOOSING_PARTS}}
-    out["all"] = {name: rank_metrics([headroom_score(as_design(r["scores"][str(FRACTION)], design), "all")
-                                      for r in g], [r["truth"]["drop"]["all"] for r in g]) for name, g in groups.items()}
+    out["all"] = {name: rank_metrics([headroom_score(r["scores"][str(FRACTION)], "all") for r in g],
+                                     [r["truth"]["drop"]["all"] for r in g]) for name, g in groups.items()}
     with grid():
         (_, high, medium), rows = select_design(mine, FRACTION)
     chosen = next(g for g in rows if (g["high"], g["medium"]) == (high, medium))

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import validation_population as vp  # noqa: E402
 from validate_retest import CROSSVAL_SEED, RETEST_SEEDS, _neg, ceiling  # noqa: E402
+from validate_sealed import refusal  # noqa: E402
 from validate_risk import rank_metrics, score, write_block  # noqa: E402
 from validation_population import TARGETS  # noqa: E402
 
@@ -98,8 +99,6 @@ def main() -> None:
     args = ap.parse_args()
     k, n = vp.shard(args.shard)
     entries, missing = vp.sealed_population(args.part)
-    from validate_sealed import refusal
-
     why = refusal(args.part, vp.frozen(args.part), vp.sealed(vp.SEALED_PARTS[args.part]), missing, vp.latest_freeze())
     if why:  # the retest measures the design frozen for the part, with its sealed realities, or nothing
         sys.exit(f"retest_sealed: {why}")

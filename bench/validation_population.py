@@ -171,6 +171,8 @@ def realities_of(part: str):
     later = {"untouched2": realities_heldout2, "untouched3": realities_heldout3}
     if part in later:
         return later[part], later[part].REALITIES, later[part].NOMINAL
+    if part not in CHOOSING_PARTS:  # a misspelt part would otherwise be measured in the choosing realities
+        raise ValueError(f"no realities for part {part!r}: {', '.join((*PARTS, *later))}")
     return realities, realities.REALITIES, realities.Reality("nominal", "none")
 
 

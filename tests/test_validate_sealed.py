@@ -162,3 +162,10 @@ def test_retest_sealed_numbers_ceiling_and_ties():
     text = rs.table({"pooled": out})
     assert "| pooled (n 5) | timing | 0.90 | 1.00 | 0.95 |" in text and "| pooled (n 5) | contact | — |" in text
     assert "pooled 80 %" in text
+
+
+def test_a_misspelt_part_has_no_realities():
+    """Before, any name but the held-out parts' was measured in the choosing parts' realities."""
+    with pytest.raises(ValueError, match="untouched4"):
+        vp.realities_of("untouched4")
+    assert vp.realities_of("selection")[0].__name__ == "realities"
