@@ -25,8 +25,10 @@ namespaces, which many hosts disable, and seccomp already removes the network.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import functools
+import io
 import json
 import os
 import select
@@ -73,8 +75,25 @@ def _limits() -> dict:
             return kind(os.environ.get(name, default))
         except ValueError:
             return default
-    return {"memory_mb": num(ENV_MEMORY, MEMORY_MB, int), "cpu_s": num(ENV_CPU, CPU_SECONDS, int),
+    memory_mb = num(ENV_MEMORY, MEMORY_MB, int)
+    hard = _hard_memory_mb()
+    if hard is not None and hard < memory_mb:
+        # The child cannot raise a limit the host set lower (setrlimit would fail, every policy with it).
+        if "memory" not in _warned:
+            _warned.add("memory")
+            print(f"crosssim: warning: this host limits a process's address space to {hard} MiB (ulimit -v), below "
+                  f"the policy memory limit of {memory_mb} MiB; policies run under {hard} MiB", file=sys.stderr)
+        memory_mb = hard
+    return {"memory_mb": memory_mb, "cpu_s": num(ENV_CPU, CPU_SECONDS, int),
             "timeout": num(ENV_TIMEOUT, CALL_TIMEOUT, float)}
+
+
+def _hard_memory_mb() -> int | None:
+    """The host's hard address-space limit [MiB], None when there is none."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    return None if hard == resource.RLIM_INFINITY else hard >> 20
 
 
 @functools.lru_cache(1)
@@ -116,10 +135,7 @@ def open_policy(fmt: str, path: Path, *, obs_size: int, trust: bool, output: str
     reason = unavailable()
     if reason is None:  # the child runs the allow-list check before it locks down: no torch import here
         return SandboxedPolicy(fmt, path, obs_size=obs_size, output=output, check=fmt == "torchscript")
-    if fmt == "torchscript":
-        from crosssim.policies.tscheck import check_torchscript
-
-        check_torchscript(path)
+    if fmt == "torchscript":  # not even checked here: the check parses hostile code, only ever locked down
         raise PolicyLoadError(f"{path}: untrusted TorchScript runs only in crosssim's sandbox, which cannot be set up "
                               f"here: {reason}; pass --trust-policy-code only for a file you trust")
     if reason not in _warned:
@@ -430,11 +446,17 @@ def _restrict(limits: dict) -> None:
     import landlock
     import pyseccomp as sc
 
+    def lower(kind, soft: int, hard: int) -> None:  # never above what the host allows (that would fail)
+        top = resource.getrlimit(kind)[1]
+        if top != resource.RLIM_INFINITY:
+            soft, hard = min(soft, top), min(hard, top)
+        resource.setrlimit(kind, (soft, hard))
+
     mem = limits["memory_mb"] << 20
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    lower(resource.RLIMIT_AS, mem, mem)
     usage = resource.getrusage(resource.RUSAGE_SELF)  # the limit counts from now, not from the imports
     cpu = int(usage.ru_utime + usage.ru_stime) + 1 + limits["cpu_s"]
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    lower(resource.RLIMIT_CPU, cpu, cpu + 5)
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     landlock.Ruleset().apply()  # every access right handled, none granted: no file can be opened
@@ -464,7 +486,15 @@ def _warm_up(fmt: str) -> None:
     if fmt == "torchscript":
         import torch
 
+        from crosssim.policies.tscheck import check_torchscript
+
         torch.set_num_threads(1)
+        # The check runs after the lockdown: run it once now on a file of our own, so that what it
+        # loads on first use (torch's operator table, zipfile's cp437 codec) is loaded already.
+        codecs.lookup("cp437")  # zipfile decodes member names without the UTF-8 flag with it
+        own = io.BytesIO()
+        torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), own)
+        check_torchscript(Path("warm-up.pt"), source=own.getvalue())
         with torch.no_grad():
             x = torch.zeros(1, 1, 4)
             torch.nn.LSTM(4, 4)(x)
@@ -506,11 +536,13 @@ def _child_main() -> None:
             source = f.read(ARCHIVE_LIMIT + 1)
         if len(source) > ARCHIVE_LIMIT:
             raise PolicyLoadError(f"{path}: the policy file is over crosssim's limit of {ARCHIVE_LIMIT >> 20} MiB")
+        _restrict(req)
         if req.get("check") and req["fmt"] == "torchscript":
             from crosssim.policies.tscheck import check_torchscript
 
-            check_torchscript(path, source=source)  # reads the bytes as data; nothing of them runs
-        _restrict(req)
+            # After the lockdown: parsing hostile source costs memory (ast) and must not outgrow
+            # the limits; it reads the bytes as data, nothing of them runs.
+            check_torchscript(path, source=source)
         send({"ready": True})
         policy = _local(req["fmt"], path, obs_size=req["obs_size"], output=req["output"], check=False, source=source)
         del source

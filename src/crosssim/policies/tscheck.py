@@ -19,6 +19,7 @@ import ast
 import functools
 import io
 import pickletools
+import re
 import zipfile
 from pathlib import Path
 
@@ -53,16 +54,29 @@ _BUILTIN = """format list append extend insert pop clear keys values items get d
 ALLOWED_OPS = frozenset((_MATH + " " + _NN + " " + _SHAPE + " " + _BUILTIN).split())
 """Operators a TorchScript control policy may call (torch.<op> / ops.aten.<op>)."""
 
-ALLOWED_PRIM = frozenset("""RaiseException device dtype layout unchecked_cast unchecked_unwrap_optional
+ALLOWED_PRIM = frozenset("""RaiseException device dtype layout unchecked_unwrap_optional
     min max abs data is_cuda is_cpu requires_grad shape NumToTensor TupleIndex Uninitialized
     isinstance rangelist is_nested is_sparse is_quantized is_mkldnn is_meta grad""".split())
 """``ops.prim.<op>`` calls allowed (type and shape queries, raising an exception)."""
 
-ALLOWED_NAMES = frozenset("""int float bool str len range annotate unchecked_cast isinstance getattr
+ALLOWED_NAMES = frozenset("""int float bool str len range annotate isinstance getattr
     uninitialized min max abs round enumerate zip hasattr list tuple divmod complex""".split())
 """Bare-name calls the TorchScript printer emits (Python builtins TorchScript implements itself)."""
 
 REFUSED_NAMES = {"print": "print (writes to the terminal)"}
+
+CAST_TYPES = frozenset("Tensor int float bool str NoneType Device List Tuple Optional Dict".split())
+"""Names an ``unchecked_cast`` target may be built from. The cast is not checked when it runs:
+cast to one of the archive's classes, an object of another class reads past its slots (an
+out-of-bounds read), so only the printer's own use is allowed: a local unwrapped to a plain type
+(Tensor, scalars, lists), and to a Tuple only where the function tests that local against None."""
+
+CODE_MEMBER_LIMIT = 1 << 20
+"""Largest uncompressed TorchScript code member [bytes]: Python's ``ast`` needs about 700 bytes of
+memory per byte of source at worst (4 MiB of ``a=1`` took 2.8 GB); a control policy's largest
+code member is a few kilobytes (the G1 LSTM's rnn.py: 8 KB)."""
+CODE_TOTAL_LIMIT = 2 << 20
+"""Largest sum of an archive's code members [bytes]."""
 
 _STORAGES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool",
              "ComplexFloat", "ComplexDouble")
@@ -100,6 +114,8 @@ class _CodeCheck(ast.NodeVisitor):
         self.defined = defined
         self.problem: str | None = None
         self.locals: set[str] = set()
+        self.tested: set[str] = set()
+        """Locals the function tests against None (``torch.__is__(v, None)``): Optionals."""
 
     def _fail(self, what: str) -> None:
         if self.problem is None:
@@ -132,8 +148,13 @@ class _CodeCheck(ast.NodeVisitor):
         for arg in node.args.args + node.args.kwonlyargs:
             bound[arg.arg] = False
         self.locals = {name for name, ok in bound.items() if ok}
+        outer_tested, self.tested = self.tested, {
+            sub.args[0].id for sub in ast.walk(node)
+            if isinstance(sub, ast.Call) and _dotted(sub.func) in ("torch.__is__", "torch.__isnot__")
+            and len(sub.args) == 2 and isinstance(sub.args[0], ast.Name)
+            and isinstance(sub.args[1], ast.Constant) and sub.args[1].value is None}
         self.generic_visit(node)
-        self.locals = outer
+        self.locals, self.tested = outer, outer_tested
 
     def visit_Name(self, node):
         if node.id in ("torch", "ops") and isinstance(node.ctx, ast.Load):
@@ -170,9 +191,33 @@ class _CodeCheck(ast.NodeVisitor):
                 self._fail(f"refers to {name}, which the archive does not define")
         # Other roots (self, CONSTANTS, a local) are attribute reads; method calls are checked in visit_Call.
 
+    def _check_cast(self, node: ast.Call) -> None:
+        """``unchecked_cast(T, v)``: only the printer's Optional unwrap to a plain type."""
+        if len(node.args) != 2 or node.keywords:
+            self._fail("calls unchecked_cast in a form torch's printer does not write")
+            return
+        target, value = node.args
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name) and sub.id in CAST_TYPES or isinstance(
+                    sub, (ast.Subscript, ast.Tuple, ast.expr_context)) or \
+                    isinstance(sub, ast.Constant) and sub.value is None:
+                continue
+            self._fail(f"calls unchecked_cast to {_dotted(sub) or 'a computed type'} (an unchecked type pun, "
+                       "which reads memory out of bounds)")
+            return
+        if not isinstance(value, ast.Name):
+            self._fail("calls unchecked_cast on an expression (the printer casts only locals)")
+        elif any(isinstance(sub, ast.Name) and sub.id == "Tuple" for sub in ast.walk(target)) \
+                and value.id not in self.tested:
+            # A tuple of another arity would unpack past its end: only the Optional[Tuple] unwrap.
+            self._fail("calls unchecked_cast to a Tuple on a value it never tests against None (an unchecked "
+                       "type pun)")
+
     def visit_Call(self, node):
         func = node.func
-        if isinstance(func, ast.Name):
+        if isinstance(func, ast.Name) and func.id == "unchecked_cast":
+            self._check_cast(node)
+        elif isinstance(func, ast.Name):
             if func.id in REFUSED_NAMES:
                 self._fail(f"calls {REFUSED_NAMES[func.id]}")
             elif func.id not in ALLOWED_NAMES and func.id not in self.locals:
@@ -246,6 +291,51 @@ def _pickle_globals(data: bytes):
             recent.append(None)
 
 
+_MEMBER = re.compile(r"""(?x)
+      data\.pkl | constants\.pkl | version | byteorder | \.data/version | \.data/serialization_id
+    | (data | constants | traced_inputs)/[0-9]+ | traced_inputs\.pkl
+    | code/(\w+/)*\w+\.py(\.debug_pkl)?
+    | extra/[\w.-]+
+    | ([\w.]+/)*""", re.ASCII)
+"""What torch.jit.save writes under the archive's folder (and folder entries a repacker adds)."""
+
+
+def read_members(zf: zipfile.ZipFile, path: Path) -> dict[str, bytes]:
+    """The bytes of every member torch could read as code or pickle, by full name, after refusing
+    any member a TorchScript archive does not have. torch's zip reader (miniz) looks members up
+    case-insensitively (``code/__torch__.PY`` serves as ``code/__torch__.py``), so names are
+    compared exactly, no two may differ only in case, and every name must be one torch writes."""
+    infos = check_archive(zf, path)
+    if not infos or "/" not in infos[0].filename:
+        raise PolicyLoadError(f"{path}: not a TorchScript file torch.jit.load can read (no archive folder)")
+    root = infos[0].filename.split("/", 1)[0] + "/"  # torch names the archive after its first member's folder
+    seen: dict[str, str] = {}
+    members: dict[str, bytes] = {}
+    code_total = 0
+    for info in infos:
+        name = info.filename
+        if not name.isascii():
+            raise PolicyLoadError(f"{path}: member {name!r} has a non-ASCII name; refused")
+        twin = seen.setdefault(name.lower(), name)
+        if twin != name:
+            raise PolicyLoadError(f"{path}: the archive holds members {twin!r} and {name!r}, which torch's zip reader "
+                                  "takes for one (it ignores case); refused")
+        rel = name[len(root):] if name.startswith(root) else None
+        if rel is None or not _MEMBER.fullmatch(rel) or rel.endswith("/") and info.file_size:
+            raise PolicyLoadError(f"{path}: member {name!r} is no part of a TorchScript archive torch.jit.save "
+                                  "writes; refused (an unknown member could be read as code)")
+        if rel.endswith(".py"):
+            code_total += info.file_size
+            if info.file_size > CODE_MEMBER_LIMIT or code_total > CODE_TOTAL_LIMIT:
+                raise PolicyLoadError(f"{path}: its TorchScript code is over crosssim's limit of "
+                                      f"{CODE_MEMBER_LIMIT >> 10} KiB per file and {CODE_TOTAL_LIMIT >> 10} KiB in "
+                                      "all (a control policy's code is a few KiB); refused")
+            members[name] = read_member(zf, name, path, limit=CODE_MEMBER_LIMIT)
+        elif rel.endswith((".pkl", ".debug_pkl")):
+            members[name] = read_member(zf, name, path)
+    return members
+
+
 def check_torchscript(path: Path, *, source: bytes | None = None) -> None:
     """Raise PolicyLoadError (one line) unless ``path`` is a TorchScript zip whose code and
     pickles use only allowed operators and callables. Reads the file (or ``source``, its bytes
@@ -255,18 +345,13 @@ def check_torchscript(path: Path, *, source: bytes | None = None) -> None:
         check_file_size(path)
     try:
         with zipfile.ZipFile(path if source is None else io.BytesIO(source)) as zf:
-            infos = check_archive(zf, path)
-            members = {i.filename: read_member(zf, i.filename, path) for i in infos
-                       if i.filename.endswith((".py", ".pkl", ".debug_pkl"))}
+            members = read_members(zf, path)
     except zipfile.BadZipFile as exc:
         # torch.jit.load also reads a flatbuffer format that is not a zip; crosssim checks zips only.
         raise PolicyLoadError(f"{path}: not a TorchScript file torch.jit.load can read (not a zip archive: {exc})") from None
     except OSError as exc:
         raise PolicyLoadError(f"{path}: cannot read the policy file ({exc})") from None
-    for name in members:
-        if not name.isascii():
-            raise PolicyLoadError(f"{path}: member {name!r} has a non-ASCII name; refused")
-    if not any(n.endswith("data.pkl") for n in members):
+    if not any(n.endswith("/data.pkl") and n.count("/") == 1 for n in members):
         raise PolicyLoadError(f"{path}: not a TorchScript file torch.jit.load can read (no data.pkl inside)")
     trees = {}
     for name, raw in members.items():
