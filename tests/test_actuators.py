@@ -116,23 +116,30 @@ def test_isaaclab_net_matches_hand_computation(tmp_path):
         np.testing.assert_allclose(m.torques(target, q, qd), np.clip(tau, lo, hi), rtol=1e-5, atol=1e-4)
 
 
-def test_numpy_fast_path_only_for_plain_chains(tmp_path):
-    """A Linear/activation chain runs as numpy (the net runs every physics step); a forward that
-    does more than its layers say falls back to TorchScript, with the same torques either way."""
-    from crosssim.actuators import numpy_chain
+def test_plain_chains_are_rebuilt_from_their_weights_and_others_run_sandboxed(tmp_path):
+    """A Linear/activation chain is rebuilt from its tensors (read as data) and used once it
+    reproduced the sandboxed file; a forward that does more than its layers say fails that check
+    and runs in the sandbox at every physics step, with the same torques either way."""
+    from crosssim.policies.chain import rebuild, verified
 
-    net = torch.jit.load(str(save(MLP(6), tmp_path / "mlp.pt", 6)))
-    fast = numpy_chain(net, 6)
+    chain = rebuild(save(MLP(6), tmp_path / "mlp.pt", 6))
     x = np.random.default_rng(2).normal(size=(5, 6))
-    assert fast is not None
-    np.testing.assert_allclose(fast(x), net(torch.from_numpy(x).float()).detach().numpy()[:, 0], rtol=1e-5, atol=1e-6)
+    assert chain is not None and (chain.inputs, chain.outputs) == (6, 1)
+    net = torch.jit.load(str(tmp_path / "mlp.pt"))  # the test's own file: trusted
+    np.testing.assert_allclose(chain(x)[:, 0], net(torch.from_numpy(x).float()).detach().numpy()[:, 0], rtol=1e-5,
+                               atol=1e-6)
+    assert verified(tmp_path / "mlp.pt")[0] is not None
 
     class Doubled(MLP):
         def forward(self, x):
             return self.l2(self.act(2.0 * self.l1(x)))
 
     doubled = Doubled(6)
-    assert numpy_chain(torch.jit.load(str(save(doubled, tmp_path / "doubled.pt", 6))), 6) is None
+    save(doubled, tmp_path / "doubled.pt", 6)
+    assert rebuild(tmp_path / "doubled.pt") is not None  # the same layers: only the check tells them apart
+    wrong, sandboxed = verified(tmp_path / "doubled.pt")
+    assert wrong is None and sandboxed.action_size == 1
+    sandboxed.close()
     m = model(tmp_path / "doubled.pt")
     target, q, qd = trajectory(1)[0]
     x = np.stack([q - target, 0 * q, 0 * q, qd, 0 * q, 0 * q], axis=1)
@@ -224,7 +231,7 @@ def test_format_errors_are_one_line_naming_the_file(tmp_path):
     save(MLP(4), tmp_path / "narrow.pt", 4)
     with pytest.raises(CrossSimError) as e:
         model(tmp_path / "narrow.pt")
-    assert "(3, 6)" in _one_line(e, "narrow.pt")
+    assert "takes 4 inputs per joint, but its format feeds 6" in _one_line(e, "narrow.pt")
 
     (tmp_path / "lab.yaml").write_text("file: narrow.pt\nformat: isaaclab\ninput_idx: [0, 1]\n")
     with pytest.raises(CrossSimError) as e:

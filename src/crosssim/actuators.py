@@ -12,8 +12,10 @@ saturates and loses torque with speed. Two models replace or bound that law at p
   linearly from the saturation (stall) torque at rest to zero at the free speed, and never
   exceeds the flat torque limit.
 
-An actuator file is untrusted like a policy: TorchScript is checked against the allow-list of
-crosssim.policies.tscheck before ``torch.jit.load`` sees it. History is zero at every episode
+An actuator file is untrusted like a policy, and its code never runs outside the policy sandbox:
+a net of Linear layers and activations is rebuilt from its weights (read as data) and used only
+after it reproduced the file run in the sandbox (crosssim.policies.chain); any other net runs in
+the sandbox at every physics step (slow, but it runs). History is zero at every episode
 start and advances once per physics step (Isaac Lab zeroes it at reset; walk-these-ways starts
 at zero but carries it across resets, which touches only an episode's first two physics steps).
 """
@@ -183,124 +185,65 @@ def per_joint(spec: ActuatorSpec, key: str, names: list[str], default: np.ndarra
 
 
 def check_variant(p) -> None:
-    """Refuse a harness variant's malformed actuator file, a net outside the TorchScript
-    allow-list, or a free speed that is no speed, in one line; runs nothing from the file (the
-    crossval checks every column before it starts)."""
+    """Refuse a harness variant's malformed actuator file, a net the sandbox refuses, or a free
+    speed that is no speed, in one line. A net is checked (and, when crosssim can rebuild it, its
+    rebuild verified) in the policy sandbox before any worker starts; workers then skip the check."""
     if p.motor_free_speed is not None and not p.motor_free_speed > 0:
         raise CrossSimError(f"motor_free_speed must be a joint speed above 0 rad/s, not {p.motor_free_speed}")
     if p.actuator is not None:
-        spec = load_spec(p.actuator)
-        if spec.net is not None:
-            _check_net(spec.net)
+        check_file(p.actuator)
 
 
-def _check_net(path: Path) -> None:
-    from crosssim.errors import PolicyLoadError
-    from crosssim.policies.tscheck import check_torchscript
+def check_file(path) -> None:
+    """Refuse a malformed actuator file or a net the sandbox refuses, in one line (see check_net)."""
+    spec = load_spec(path)
+    if spec.net is not None:
+        check_net(spec)
 
-    try:
-        check_torchscript(path)
-    except PolicyLoadError as exc:  # the policy's --trust-policy-code hint does not apply here
-        raise CrossSimError(f"actuator net {str(exc).split('; pass --trust-policy-code')[0]}") from None
+
+VERIFIED_ENV = "CROSSSIM_VERIFIED_NETS"
+"""sha256 digests of actuator nets whose rebuild this run verified against the sandboxed file
+(set by the main process, inherited by its engine workers)."""
+
+
+def check_net(spec: ActuatorSpec):
+    """The spec's net as a verified crosssim.policies.chain.Chain, or None when crosssim cannot
+    rebuild it (it then runs in the policy sandbox). CrossSimError (one line) when it is refused."""
+    data = spec.net.read_bytes()
+    return _checked(spec.net, hashlib.sha256(data).hexdigest(), 2 * len(spec.input_idx))
 
 
 @functools.lru_cache(maxsize=8)
-def _load_net(path: Path, digest: str):
-    """The net in ``path`` (one per file content and process): the bytes checked against the
-    allow-list are the bytes loaded (a private copy, so the file cannot change in between)."""
-    import io
-    import tempfile
+def _checked(path: Path, digest: str, inputs: int):
+    import os
 
-    import torch
-
+    from crosssim.errors import PolicyLoadError
+    from crosssim.policies.chain import rebuild, verified
     from crosssim.policies.limits import check_file_size
-    from crosssim.policies.torchscript import error_line
 
-    check_file_size(path)
-    data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != digest:
-        raise _fail(path, "the file changed while crosssim was reading it; run again")
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / path.name
-        copy.write_bytes(data)
-        try:
-            _check_net(copy)
-        except CrossSimError as exc:
-            raise CrossSimError(str(exc).replace(str(copy), str(path))) from None
     try:
-        net = torch.jit.load(io.BytesIO(data), map_location="cpu")
-    except Exception as exc:
-        raise _fail(path, f"not a TorchScript file torch.jit.load can read ({error_line(exc)})") from None
-    return net.eval()
-
-
-def load_net(spec: ActuatorSpec, rows: int):
-    """The spec's net, checked to map a (rows, inputs) float32 batch to ``rows`` torques."""
-    import torch
-
-    from crosssim.policies.torchscript import error_line
-
-    net = _load_net(spec.net, hashlib.sha256(spec.net.read_bytes()).hexdigest())
-    k = 2 * len(spec.input_idx)
-    try:
-        with torch.no_grad():
-            out = net(torch.zeros(rows, k))
-    except Exception as exc:
-        raise _fail(spec.net, f"the net does not accept a ({rows}, {k}) input: {len(spec.input_idx)} position errors "
-                              f"and {len(spec.input_idx)} velocities per joint for {spec.format} "
-                              f"({error_line(exc)})") from None
-    if not isinstance(out, torch.Tensor) or out.numel() != rows:
-        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise _fail(spec.net, f"the net returns {shape} for {rows} joints; an actuator net gives one torque per row")
-    return net
-
-
-_ACTIVATIONS = {
-    "ReLU": lambda h: np.maximum(h, 0.0),
-    "Tanh": np.tanh,
-    "Softsign": lambda h: h / (1.0 + np.abs(h)),
-    "Sigmoid": lambda h: 1.0 / (1.0 + np.exp(-h)),
-    "ELU": lambda h: np.where(h > 0, h, np.expm1(np.minimum(h, 0.0))),
-    "Identity": lambda h: h,
-}
-
-
-def numpy_chain(net, inputs: int):
-    """The net as a numpy function when it is a plain chain of Linear layers and parameter-free
-    activations (walk-these-ways' and ANYdrive's nets are), else None. A TorchScript call costs
-    tens of microseconds even for a tiny MLP, and the net runs at every physics step; the chain is
-    used only if it reproduces the TorchScript forward on probe inputs far beyond the usual range."""
-    import torch
-
-    layers = []
-    for name, mod in net.named_modules():
-        kind = getattr(mod, "original_name", None)
-        if name == "" or kind == "Sequential":
-            continue
-        if kind == "Linear":
-            w = mod.weight.detach().double().numpy()
-            b = mod.bias.detach().double().numpy() if mod.bias is not None else np.zeros(w.shape[0])
-            layers.append((w.T.copy(), b))
-        elif kind in _ACTIVATIONS:
-            layers.append(_ACTIVATIONS[kind])
-        else:
-            return None
-
-    def forward(x: np.ndarray) -> np.ndarray:
-        for layer in layers:
-            x = x @ layer[0] + layer[1] if isinstance(layer, tuple) else layer(x)
-        return x.reshape(-1)
-
-    probe = np.random.default_rng(0).normal(size=(256, inputs)) * np.repeat([0.1, 1.0, 10.0, 100.0], 64)[:, None]
-    try:
-        with torch.no_grad():
-            ref = net(torch.from_numpy(probe.astype(np.float32))).double().numpy().reshape(-1)
-        ours = forward(probe.astype(np.float32).astype(np.float64))
-    except Exception:  # a layer in another order, shapes that do not chain: TorchScript it is
-        return None
-    if ours.shape != ref.shape or not np.allclose(ours, ref, rtol=1e-4, atol=1e-4 * (1 + np.abs(ref).max())):
-        return None
-    return forward
+        check_file_size(path)
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise _fail(path, "the file changed while crosssim was reading it; run again")
+        chain = rebuild(path, source=data)  # tensors read as data: nothing of the file runs here
+        if chain is not None and chain.inputs != inputs:
+            raise _fail(path, f"the net takes {chain.inputs} inputs per joint, but its format feeds "
+                              f"{inputs} (position errors and velocities at {inputs // 2} history steps)")
+        if chain is not None and chain.outputs != 1:
+            raise _fail(path, f"the net returns {chain.outputs} values per joint; an actuator net gives one torque")
+        if chain is not None and digest in os.environ.get(VERIFIED_ENV, "").split(os.pathsep):
+            return chain
+        chain, policy = verified(path, inputs=inputs)
+        size = policy.action_size
+        policy.close()
+    except PolicyLoadError as exc:  # the policy's --trust-policy-code hint does not apply to nets
+        raise CrossSimError(f"actuator net {str(exc).split('; pass --trust-policy-code')[0]}") from None
+    if size != 1:
+        raise _fail(path, f"the net returns {size} values per joint; an actuator net gives one torque")
+    if chain is not None:
+        os.environ[VERIFIED_ENV] = os.pathsep.join(filter(None, [os.environ.get(VERIFIED_ENV), digest]))
+    return chain
 
 
 def dc_envelope(tau: np.ndarray, qvel: np.ndarray, saturation: np.ndarray, free_speed: np.ndarray,
@@ -337,8 +280,16 @@ class ActuatorModel:
             if act.mode != "pd":
                 raise _fail(spec.path, "an actuator net turns a position target into torque; the card's action.mode "
                                        f"{act.mode!r} has no target (use pd or position)")
-            self.net = load_net(spec, n)
-            self.forward = numpy_chain(self.net, 2 * len(spec.input_idx))
+            # The rebuilt chain (verified against the file in the sandbox), else the file itself in
+            # the sandbox: an untrusted net never runs in this process (docs/security.md).
+            self.net = check_net(spec)
+            if self.net is None:
+                from crosssim.policies.sandbox import open_policy
+
+                try:
+                    self.net = open_policy("torchscript", spec.net, obs_size=2 * len(spec.input_idx), trust=False).act
+                except CrossSimError as exc:
+                    raise CrossSimError(f"actuator net {exc}") from None
             self.idx = np.asarray(spec.input_idx)
             self.err = np.zeros((spec.history, n))
             self.vel = np.zeros((spec.history, n))
@@ -359,13 +310,7 @@ class ActuatorModel:
         pos, vel = self.err[self.idx].T * s.pos_scale, self.vel[self.idx].T * s.vel_scale
         # float32 inputs, as the net saw in training, whichever path evaluates it
         x = np.concatenate([pos, vel] if s.input_order == "pos_vel" else [vel, pos], axis=1).astype(np.float32)
-        if self.forward is not None:
-            return self.forward(x.astype(np.float64)) * s.torque_scale
-        import torch
-
-        with torch.no_grad():
-            out = self.net(torch.from_numpy(x))
-        return out.reshape(-1).double().numpy() * s.torque_scale
+        return np.asarray(self.net(x.astype(np.float64)), dtype=np.float64).reshape(-1) * s.torque_scale
 
     def torques(self, target: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
         """Joint torques, one per canonical joint (zero on joints the policy does not drive)."""

@@ -56,7 +56,7 @@ def cmd_train(args) -> int:
     from crosssim.correct.train import TrainConfig, train
 
     config = TrainConfig(hidden=tuple(args.hidden), epochs=args.epochs, lr=args.lr, gate=args.gate, seed=args.seed)
-    record = train(args.logs, args.policy, args.out, config)
+    record = train(args.logs, args.policy, args.out, config, trust=args.trust_policy_code)
     losses = ", ".join(f"{k} {v:.4g}" for k, v in record["losses"].items())
     print(f"{args.out}/card.yaml: {record['base']['name']} + residual from {record['logs']['interventions']} "
           f"intervention steps of {record['logs']['steps']} ({len(record['logs']['files'])} logs); {losses}")
@@ -109,6 +109,8 @@ class CorrectTrainConfig:
     gate: bool = option(True, off="Apply the residual everywhere (regressed to zero where nobody intervened).",
                         help="Scale the residual by a learned intervention probability.")
     seed: int = option(0, parse=options.seed, help="Seed of the weights and minibatches.")
+    trust_policy_code: bool = option(False, help="Compose with the base TorchScript file itself, running its code "
+                                                 "in this process (only for a file you trust).")
 
 
 def add_commands(sub) -> None:

@@ -7,8 +7,9 @@ mean squared error) onto ``operator - policy`` on the intervention steps; the op
 classifier of "the operator intervened here" (binary cross-entropy on every step), and scales the
 residual by its probability. The composed module computes ``clip(base(x) + gate(x) * r(x))``,
 the base rebuilt in torch from its weights (SB3 zips: the actor's layers, as crosssim's numpy
-loader reads them; TorchScript: the module itself), so the file loads through the normal policy
-path and passes the TorchScript allow-list (crosssim.policies.tscheck).
+loader reads them; TorchScript: its Linear/activation chain, checked against the file in the
+policy sandbox, or the module itself with ``--trust-policy-code``), so the file loads through the
+normal policy path and passes the TorchScript allow-list (crosssim.policies.tscheck).
 """
 
 from __future__ import annotations
@@ -150,8 +151,13 @@ def _fit(data: Corrections, config: TrainConfig, torch):
     return residual.eval(), (gate.eval() if gate is not None else None), losses
 
 
-def base_module(card, harness):
-    """The card's policy as a torch module (raw actions, normalised inputs), or CorrectionError."""
+def base_module(card, harness, *, trust: bool = False):
+    """The card's policy as a torch module (raw actions, normalised inputs), or CorrectionError.
+
+    An untrusted TorchScript base never runs in this process: it is rebuilt from its weights
+    (Linear layers and activations, read as data) and used only after the rebuild reproduced the
+    file run in the policy sandbox (crosssim.policies.chain). ``trust`` composes with the file
+    itself (``--trust-policy-code``)."""
     import torch
 
     fmt = card.policy_format
@@ -169,15 +175,29 @@ def base_module(card, harness):
                 lin.bias.copy_(torch.as_tensor(b))
             layers += [lin, act()]
         return _modules()[0](torch.nn.Sequential(*layers[:-1]), p.family == "squashed", p.low, p.high)
-    if fmt == "torchscript":
-        from crosssim.policies.tscheck import check_torchscript
+    if fmt == "torchscript" and trust:
+        from crosssim.policies.sandbox import open_policy
 
-        check_torchscript(card.policy_file)
-        module = torch.jit.load(str(card.policy_file), map_location="cpu")
+        module = open_policy("torchscript", card.policy_file, obs_size=harness.obs_size, trust=True).module
         if any(True for _ in module.buffers()) or hasattr(module, "reset_memory") or hasattr(module, "reset"):
             raise CorrectionError(f"{card.policy_file}: the base policy keeps memory between calls; composing a "
                                   "residual with a recurrent TorchScript policy is not supported yet")
         return module.eval()
+    if fmt == "torchscript":
+        from crosssim.policies.chain import verified
+
+        chain, sandboxed = verified(card.policy_file, inputs=harness.obs_size)
+        sandboxed.close()
+        if chain is None:
+            raise CorrectionError(
+                f"{card.policy_file}: crosssim composes a residual with an untrusted TorchScript base only when it "
+                "can rebuild it from its weights (Linear layers and activations) and the rebuild matches the file; "
+                "this one is no such chain (recurrent, or more than its layers say); pass --trust-policy-code to "
+                "compose with the file itself if you trust it")
+        if chain.inputs != harness.obs_size:
+            raise CorrectionError(f"{card.policy_file}: the base policy takes {chain.inputs} inputs; the card's "
+                                  f"task gives {harness.obs_size}")
+        return chain.torch_module()
     raise CorrectionError(f"{card.path}: policy format {fmt!r}; a residual composes with sb3 or torchscript base "
                           "policies (export the policy to TorchScript first)")
 
@@ -222,14 +242,14 @@ def _modules():
     return SB3Actor, Composed
 
 
-def compose(card, harness, residual, gate):
+def compose(card, harness, residual, gate, *, trust: bool = False):
     """The scripted module ``clip(base + gate * residual)``."""
     import torch
 
     from crosssim.policies.load import _bounds
 
     bounds = _bounds(card, harness.action_size)
-    module = _modules()[1](base_module(card, harness), residual, gate, bounds["low"], bounds["high"])
+    module = _modules()[1](base_module(card, harness, trust=trust), residual, gate, bounds["low"], bounds["high"])
     return torch.jit.script(module.eval())
 
 
@@ -242,7 +262,8 @@ def _relocated(raw: dict, base_dir: Path, out_dir: Path) -> dict:
     return raw
 
 
-def train(logs: str | Path, card_path: str | Path, out: str | Path, config: TrainConfig = TrainConfig()) -> dict:
+def train(logs: str | Path, card_path: str | Path, out: str | Path, config: TrainConfig = TrainConfig(), *,
+          trust: bool = False) -> dict:
     """Learn the residual, write ``out/policy.pt`` and ``out/card.yaml``; return the record
     (provenance and losses, also in the card's ``training``)."""
     import torch
@@ -255,7 +276,7 @@ def train(logs: str | Path, card_path: str | Path, out: str | Path, config: Trai
     harness = Harness.from_card(card)
     data = read_corrections(logs, card, harness)
     residual, gate, losses = fit_residual(data, config)
-    module = compose(card, harness, residual, gate)
+    module = compose(card, harness, residual, gate, trust=trust)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     torch.jit.save(module, str(out / "policy.pt"))
