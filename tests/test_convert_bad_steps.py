@@ -35,3 +35,11 @@ def test_an_unwritable_out_is_one_line(tmp_path):
     (tmp_path / "blocker").write_text("")
     with pytest.raises(LogError, match="cannot write the log"):
         from_json_steps(src, tmp_path / "blocker" / "out.csv", Target(robot="r", joints=("a",), control_period=0.01))
+
+
+def test_json_nested_100000_deep_is_one_line(tmp_path):
+    """Issue 31 (low): a 100,000-deep JSON gave a 23-line RecursionError."""
+    src = tmp_path / "steps.json"
+    src.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(LogError, match="nested too deeply"):
+        from_json_steps(src, tmp_path / "out.csv", Target(robot="r", joints=("a",), control_period=0.01))

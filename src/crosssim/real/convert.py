@@ -60,7 +60,7 @@ def _numbers(value, group: str, where: str) -> np.ndarray:
     except (TypeError, ValueError):
         out = None
     if out is None or out.ndim > 1:
-        raise LogError(f"{where}: '{group}' must be a number or a list of numbers, got {json.dumps(value)[:60]}")
+        raise LogError(f"{where}: '{group}' must be a number or a list of numbers, got {_shown(value)}")
     return np.atleast_1d(out)
 
 
@@ -87,6 +87,14 @@ def _columns(rows: dict[str, list], group: str, values, joints, where: str) -> N
         rows.setdefault(prefix + k, []).append(float(v))
 
 
+def _shown(value) -> str:
+    """A value quoted in a message, at most 60 characters (any nesting depth)."""
+    try:
+        return json.dumps(value)[:60]
+    except (RecursionError, TypeError, ValueError):
+        return f"a nested {type(value).__name__}"
+
+
 def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tuple[Path, list[str]]:
     """Convert a per-step JSON list; return the written log and the keys it ignored."""
     source = Path(source)
@@ -94,6 +102,8 @@ def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tupl
         raw = json.loads(source.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise LogError(f"{source}: not a readable JSON file ({exc})") from None
+    except RecursionError:
+        raise LogError(f"{source}: not a readable JSON file (nested too deeply for Python's JSON reader)") from None
     steps = raw.get("steps") if isinstance(raw, dict) else raw
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise LogError(f"{source}: expected a list of per-step objects (or {{\"steps\": [...]}})")
@@ -112,7 +122,7 @@ def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tupl
             if group == "time":
                 t = _numbers(value, key, where)
                 if t.size != 1:
-                    raise LogError(f"{where}: '{key}' must be one number [s], got {json.dumps(value)[:60]}")
+                    raise LogError(f"{where}: '{key}' must be one number [s], got {_shown(value)}")
                 rows.setdefault("time", []).append(float(t[0]))
             else:
                 _columns(rows, group, _quat(value, target.quat_order, where) if group == "quat" else value,

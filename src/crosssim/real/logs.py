@@ -267,8 +267,8 @@ def _read_meta(path: Path, problems: list[str]) -> dict:
         return {}
     try:
         meta = json.loads(side.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        problems.append(f"{side}: not valid JSON ({exc})")
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        problems.append(f"{side}: not valid JSON ({exc if not isinstance(exc, RecursionError) else 'nested too deeply'})")
         return {}
     if not isinstance(meta, dict):
         problems.append(f"{side}: the sidecar is a JSON object, got {type(meta).__name__}")
