@@ -1,7 +1,7 @@
 """Design round 2 (2026-12-02): do gear play on the actuation ladder and dropped frames on the
 timing ladder rank the choosing parts better? The rule below was committed before any run.
 
-What the first untouched part showed (docs/risk.md, "Retest"): with the measurement noise taken
+What the first untouched part showed (validation/NOTEBOOK.md, "Retest"): with the measurement noise taken
 out, strength and lag do not rank the policies by what backlash, dry friction, sag or a slow
 actuator cost them, and latency and white noise do not rank them by jitter, dropped frames or a
 velocity filter. That part has been looked at too often to test a change made from it; the sealed

@@ -1,6 +1,6 @@
 """How much of a sealed untouched part's miss is measurement noise? (`make validate-retest-untouched3`)
 
-The third untouched part missed the targets (docs/risk.md, "Third untouched part"): pooled
+The third untouched part missed the targets (validation/NOTEBOOK.md, "Third untouched part"): pooled
 actuation 0.51, all gaps 0.80, and within a task actuation below zero. Is a perfect predictor
 possible at all with this measurement (20 episodes per reality, 8 per visited rung)? The first
 retest (validation/validate_retest.py) answered that for the first untouched part; this answers it for

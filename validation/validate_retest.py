@@ -43,7 +43,7 @@ Rule, committed before any retest ran (reported whatever it gives):
                                               [--shard K/N] [--no-write]
 
 ``--shard K/N`` measures every N-th policy only (one process per core; the caches are shared), and
-writes nothing. A run without it reads the caches back and writes the tables into docs/risk.md
+writes nothing. A run without it reads the caches back and writes the tables into validation/NOTEBOOK.md
 between the retest markers and validation/results/validate_retest.json (``-sweepN`` in both names for
 another number of sweep episodes).
 """

@@ -21,7 +21,7 @@
    verdict classes and Kendall tau; the policies the harness check refuses (no verdict: counted);
    and whether the engines' disagreement (the spread of their margins) adds to the reference
    engine's sweeps (partial Spearman; a rank regression fitted on design + selection, applied to
-   untouched). The tables go to docs/risk.md between the markers; total wall time is printed.
+   untouched). The tables go to validation/NOTEBOOK.md between the markers; total wall time is printed.
 
     .venv/bin/python validation/validate_risk.py [--episodes 5] [--sweep-episodes 3] [--selection-only] [--hold-fraction] [--no-write]
 """
@@ -49,7 +49,7 @@ from crosssim import risk, sweep  # noqa: E402
 from crosssim.card import load_card  # noqa: E402
 from crosssim.stats import kendall, mmrv, spearman  # noqa: E402
 
-DOC = ROOT / "docs" / "risk.md"
+DOC = ROOT / "validation" / "NOTEBOOK.md"
 BEGIN, END = "<!-- validate:begin -->", "<!-- validate:end -->"
 FRACTIONS = (0.8, 0.9, 0.95)
 THRESHOLDS = tuple((h, m) for h in (0.25, 0.5, 1.0) for m in (1.5, 2.0, 3.0))
@@ -424,7 +424,7 @@ def main() -> None:
     if tuple(chosen) != shipped:
         print("the chosen design differs from the shipped one, so the untouched part is not scored (it is never "
               "scored with a design that is not shipped). The shipped values now come from design rounds 2 and 3 "
-              "(docs/risk.md), measured better than this grid's records: this run's tables are a record, not a "
+              "(validation/NOTEBOOK.md), measured better than this grid's records: this run's tables are a record, not a "
               "reason to change them")
     elif not args.selection_only:
         print(f"untouched part, held-out realities sealed in {vp.sealed()}")
@@ -457,7 +457,7 @@ def invocation(target: str) -> str:
 
 
 def write_block(begin: str, end: str, body: str) -> None:
-    """``body`` between the markers ``begin`` and ``end`` of docs/risk.md (nothing when one is missing)."""
+    """``body`` between the markers ``begin`` and ``end`` of validation/NOTEBOOK.md (nothing when one is missing)."""
     doc = DOC.read_text()
     if begin in doc and end in doc:
         DOC.write_text(doc[:doc.index(begin)] + f"{begin}\n{body}\n{end}" + doc[doc.index(end) + len(end):])

@@ -10,7 +10,7 @@ validation/seals.yaml records a freeze for the part, a commit after the seal ("F
 its subject): the design that commit ships (pass fraction, thresholds, ladders) is the one scored, and nothing may be chosen from what this
 prints.
 
-What the retest (docs/risk.md, "Retest") says one measurement needs: the true drops from 20
+What the retest (validation/NOTEBOOK.md, "Retest") says one measurement needs: the true drops from 20
 episodes per reality (5 ranked mostly noise where a reality costs little) and crossvals at 8
 episodes per rung (3 moved one run's Spearman by 0.2-0.4 with its seed). Those are the defaults.
 
@@ -37,7 +37,7 @@ from crosssim import risk, sweep  # noqa: E402
 
 
 def markers(part: str) -> tuple[str, str]:
-    """The part's block in docs/risk.md."""
+    """The part's block in validation/NOTEBOOK.md."""
     return f"<!-- {part}:begin -->", f"<!-- {part}:end -->"
 
 
