@@ -100,7 +100,7 @@ multisim: $(STAMP)
 correct: $(STAMP)
 	$(PY) scripts/correct_experiment.py $(ARGS)
 
-# Dependency ranges at their lower bounds (README "Dependencies"): uv resolves every direct
+# Dependency ranges at their lower bounds (docs/install.md): uv resolves every direct
 # dependency of `.[all,dev]` to the lowest version its range allows (the extras' own pins may lift
 # some, e.g. newton lifts mujoco), installs that set into a throwaway venv outside the checkout and
 # runs the tests that touch those libraries. Not part of `make test`: it downloads a second set.
