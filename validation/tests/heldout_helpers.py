@@ -1,7 +1,9 @@
 """A fixed-action policy and rollouts in the held-out realities, shared by the realities' tests.
 
-A module of its own, not conftest.py: tests/ has a conftest too, and ``from conftest import`` would
-get whichever of the two pytest imported last when both folders run in one session."""
+A module of its own, and validation/tests has no conftest.py: the product's tests import helpers with
+``from conftest import``, which resolves to whichever conftest pytest imported last, so a second
+conftest here broke their collection whenever both folders ran in one session (`make test`). Each
+test module puts validation/ on sys.path itself; none of them uses crosssim's row cache."""
 
 from __future__ import annotations
 
