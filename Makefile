@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-untouched2 validate-untouched3 retest-untouched3 design-round2 design-round3 multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-design-round2 validate-design-round3 validate-untouched2 validate-untouched3 validate-retest-untouched3 design-round2 design-round3 retest-untouched3 multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -54,49 +54,53 @@ bench: $(STAMP)
 clean-venv:
 	rm -rf $(VENV)
 
+# The validation study (validation/README.md: the protocol, what each target costs). Each target
+# trains the population split it needs first (cached in .cache/population) and writes its table into
+# validation/NOTEBOOK.md between the target's markers.
+
+# The three parts scored with the shipped design (validation/NOTEBOOK.md, "Validation").
 validate: $(STAMP)
-	$(PY) bench/train_population.py
-	$(PY) bench/validate_risk.py $(ARGS)
+	$(PY) validation/train_population.py
+	$(PY) validation/validate_risk.py $(ARGS)
 
-# How much of the validation's miss is measurement noise (docs/risk.md, "Retest"); after make validate.
+# How much of the validation's miss is measurement noise ("Retest"); after make validate.
 validate-retest: $(STAMP)
-	$(PY) bench/validate_retest.py $(ARGS)
+	$(PY) validation/validate_retest.py $(ARGS)
 
-# Design round 2 (docs/risk.md): gear play and dropped frames on the ladders, chosen on the choosing parts.
-design-round2: $(STAMP)
-	$(PY) bench/train_population.py
-	$(PY) bench/design_round2.py $(ARGS)
+# Design round 2: gear play and dropped frames on the ladders, chosen on the choosing parts.
+validate-design-round2: $(STAMP)
+	$(PY) validation/train_population.py
+	$(PY) validation/design_round2.py $(ARGS)
 
-# Design round 3 (docs/risk.md): a combined headroom for the verdict, on design round 2's records.
-design-round3: $(STAMP)
-	$(PY) bench/train_population.py
-	$(PY) bench/design_round3.py $(ARGS)
+# Design round 3: a combined headroom for the verdict, on design round 2's records.
+validate-design-round3: $(STAMP)
+	$(PY) validation/train_population.py
+	$(PY) validation/design_round3.py $(ARGS)
 
-# The second untouched part (docs/risk.md, "Second untouched part"): scored once, after a commit
-# says "FROZEN for untouched2"; it refuses before.
-validate-untouched2: $(STAMP)
-	$(PY) bench/train_population.py --split untouched2
-	$(PY) bench/validate_sealed.py --part untouched2 $(ARGS)
+# The second and third untouched parts: each scored once, with the design validation/seals.yaml
+# records as frozen for it after its seal; validate_sealed.py refuses before.
+validate-untouched2 validate-untouched3: validate-untouched%: $(STAMP)
+	$(PY) validation/train_population.py --split untouched$*
+	$(PY) validation/validate_sealed.py --part untouched$* $(ARGS)
 
-# The third untouched part (docs/risk.md, "Third untouched part"): the same, after "FROZEN for untouched3".
-validate-untouched3: $(STAMP)
-	$(PY) bench/train_population.py --split untouched3
-	$(PY) bench/validate_sealed.py --part untouched3 $(ARGS)
+# How much of the third untouched part's miss is measurement noise; after validate-untouched3.
+validate-retest-untouched3: $(STAMP)
+	$(PY) validation/retest_sealed.py --part untouched3 $(ARGS)
 
-# How much of the third untouched part's miss is measurement noise (docs/risk.md); after validate-untouched3.
-retest-untouched3: $(STAMP)
-	$(PY) bench/retest_sealed.py --part untouched3 $(ARGS)
+# The study's targets under their names before validation/ existed.
+design-round2 design-round3: %: validate-%
+retest-untouched3: validate-retest-untouched3
 
 # Multi-engine training experiment (docs/multisim.md): trains 4 recipes x 4 seeds (cached), then evaluates.
 multisim: $(STAMP)
-	$(PY) bench/multisim.py --seeds 0,1,2,3 $(ARGS)
+	$(PY) validation/multisim.py --seeds 0,1,2,3 $(ARGS)
 
 # Corrections experiment (docs/correction.md): operator corrections on a slippery floor -> a residual ->
 # base vs corrected, where the corrections were collected and where they were not; reports/correct/.
 correct: $(STAMP)
 	$(PY) scripts/correct_experiment.py $(ARGS)
 
-# Dependency ranges at their lower bounds (README "Dependencies"): uv resolves every direct
+# Dependency ranges at their lower bounds (docs/install.md): uv resolves every direct
 # dependency of `.[all,dev]` to the lowest version its range allows (the extras' own pins may lift
 # some, e.g. newton lifts mujoco), installs that set into a throwaway venv outside the checkout and
 # runs the tests that touch those libraries. Not part of `make test`: it downloads a second set.

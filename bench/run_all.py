@@ -1,4 +1,5 @@
-"""`make bench`: every benchmark under bench/ (speed ratios). The risk validation is `make validate`."""
+"""`make bench`: the speed ratios of bench/bench_speed.py (arguments: the benchmarks to run, by name).
+The risk validation study is validation/ (`make validate`)."""
 
 import runpy
 import sys

@@ -205,7 +205,6 @@ def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
 
 @pytest.mark.skipif(not (DR.exists() and NODR.exists()), reason="example DR/no-DR policies not present")
 def test_domain_randomised_policy_has_more_headroom(tmp_path):
-    sys.path.insert(0, str(ROOT / "bench"))
     headroom = {}
     for name, card_path in (("dr", DR), ("nodr", NODR)):
         summary = crossval(CrossvalConfig(policy=str(card_path), engines=("mujoco",), episodes=3,

@@ -1,9 +1,9 @@
-"""How much of a sealed untouched part's miss is measurement noise? (`make retest-untouched3`)
+"""How much of a sealed untouched part's miss is measurement noise? (`make validate-retest-untouched3`)
 
-The third untouched part missed the targets (docs/risk.md, "Third untouched part"): pooled
+The third untouched part missed the targets (validation/NOTEBOOK.md, "Third untouched part"): pooled
 actuation 0.51, all gaps 0.80, and within a task actuation below zero. Is a perfect predictor
 possible at all with this measurement (20 episodes per reality, 8 per visited rung)? The first
-retest (bench/validate_retest.py) answered that for the first untouched part; this answers it for
+retest (validation/validate_retest.py) answered that for the first untouched part; this answers it for
 a sealed part, with the part's own measurement. It changes no design value and scores nothing new:
 the design is the one frozen for the part, and nothing may be chosen from what this prints.
 
@@ -20,7 +20,7 @@ Rule, committed before it ran:
 5. All of it pooled and within each task (the part's pooled numbers are mostly the split between its
    two tasks), reported whatever it gives.
 
-    .venv/bin/python bench/retest_sealed.py --part untouched3 [--shard K/N] [--no-write]
+    .venv/bin/python validation/retest_sealed.py --part untouched3 [--shard K/N] [--no-write]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import validation_population as vp  # noqa: E402
 from validate_retest import CROSSVAL_SEED, RETEST_SEEDS, _neg, ceiling  # noqa: E402
@@ -46,7 +46,7 @@ from validation_population import TARGETS  # noqa: E402
 from crosssim import sweep  # noqa: E402
 
 EPISODES, SWEEP_EPISODES, ENGINES = 20, 8, ("mujoco", "pybullet")
-"""The sealed parts' scoring measurement (bench/validate_sealed.py's defaults)."""
+"""The sealed parts' scoring measurement (validation/validate_sealed.py's defaults)."""
 
 
 def measure(entry: vp.Entry) -> dict | None:
@@ -111,11 +111,11 @@ def main() -> None:
     wall = time.time() - start
     text = table(groups)
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
-    (ROOT / "bench" / "results" / f"retest_{args.part}.json").write_text(
+    (ROOT / "validation" / "results" / f"retest_{args.part}.json").write_text(
         json.dumps({"groups": groups, "policies": recs, "wall_s": wall}, indent=1, default=str))
     if not args.no_write:
         write_block(f"<!-- retest-{args.part}:begin -->", f"<!-- retest-{args.part}:end -->",
-                    f"Produced by `make retest-{args.part}` on {dt.date.today().isoformat()}: truth retest at seeds "
+                    f"Produced by `make validate-retest-{args.part}` on {dt.date.today().isoformat()}: truth retest at seeds "
                     f"{RETEST_SEEDS.start}..{RETEST_SEEDS.stop - 1}, crossvals again with seed {CROSSVAL_SEED} "
                     f"({', '.join(ENGINES)}, {EPISODES} nominal episodes, {SWEEP_EPISODES} per visited rung); "
                     f"{wall / 60:.1f} min wall for this invocation (measurements read back from .cache/validation)."

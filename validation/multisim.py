@@ -8,12 +8,12 @@ sub-environments:
   (c) engines      MuJoCo, PyBullet and Newton (MuJoCo-Warp), round-robin over sub-environments
   (d) engines-dr   the three engines with domain randomisation
 
-Each policy then goes through the validation benchmark's evaluation (bench/validate_risk.py):
+Each policy then goes through the validation benchmark's evaluation (validation/validate_risk.py):
 crosssim's risk profile from a crossval in MuJoCo and PyBullet, and the true drop in the held-out
-realities of bench/realities.py, which no arm trains in. Policies land in .cache/multisim/hopper-<arm>-s<seed>/
+realities of validation/realities.py, which no arm trains in. Policies land in .cache/multisim/hopper-<arm>-s<seed>/
 (kept; delete a folder to retrain); evaluations are cached like the validation's.
 
-    make multisim   (.venv/bin/python bench/multisim.py [--seeds 0,1] [--steps 150000] [--train-only] [--no-write])
+    make multisim   (.venv/bin/python validation/multisim.py [--seeds 0,1] [--steps 150000] [--train-only] [--no-write])
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 from realities import REALITIES  # noqa: E402
 from validate_risk import evaluate  # noqa: E402
@@ -83,7 +83,7 @@ def _pred(records: list[dict], family: str) -> list[float]:
 
 def tabulate(records: dict[str, list[dict]], steps: int, seeds: list[int], episodes: int) -> str:
     fams = [r.family for r in REALITIES]
-    lines = [f"Produced by `.venv/bin/python bench/multisim.py --seeds {','.join(map(str, seeds))} --steps {steps}` "
+    lines = [f"Produced by `.venv/bin/python validation/multisim.py --seeds {','.join(map(str, seeds))} --steps {steps}` "
              f"on {dt.date.today().isoformat()}: Hopper, SB3 PPO, {steps:,} steps, {N_ENVS} sub-environments, "
              f"seeds {', '.join(map(str, seeds))}; {episodes} episodes per engine, condition and reality. "
              "Cells: mean ± standard deviation over seeds.", "",

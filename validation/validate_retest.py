@@ -39,12 +39,12 @@ Rule, committed before any retest ran (reported whatever it gives):
    sqrt(rel_pred x rel_truth) (Spearman's attenuation; exact for Pearson correlations of normal
    scores, approximate here). Printed for the 5-episode truth `make validate` uses and for 20.
 
-    .venv/bin/python bench/validate_retest.py [--sweep-episodes 3] [--parts ...] [--predictor-parts ...]
+    .venv/bin/python validation/validate_retest.py [--sweep-episodes 3] [--parts ...] [--predictor-parts ...]
                                               [--shard K/N] [--no-write]
 
 ``--shard K/N`` measures every N-th policy only (one process per core; the caches are shared), and
-writes nothing. A run without it reads the caches back and writes the tables into docs/risk.md
-between the retest markers and bench/results/validate_retest.json (``-sweepN`` in both names for
+writes nothing. A run without it reads the caches back and writes the tables into validation/NOTEBOOK.md
+between the retest markers and validation/results/validate_retest.json (``-sweepN`` in both names for
 another number of sweep episodes).
 """
 
@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import validation_population as vp  # noqa: E402
 from validate_risk import (CLASS, SHIPPED, _f, classify, headroom_score, invocation, paired_ci, predictors,  # noqa: E402
@@ -247,7 +247,7 @@ def main() -> None:
     text = tables(results, pred)
     wall = time.time() - start
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
-    out = ROOT / "bench" / "results"
+    out = ROOT / "validation" / "results"
     out.mkdir(exist_ok=True)
     suffix = "" if args.sweep_episodes == 3 else f"-sweep{args.sweep_episodes}"  # `make validate`'s 3: the main block
     (out / f"validate_retest{suffix}.json").write_text(json.dumps({"results": results, "predictor": pred, "wall_s": wall},

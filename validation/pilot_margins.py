@@ -3,13 +3,13 @@
 For each policy (the RL Zoo Hopper and HalfCheetah agents in ../shared/fixtures and the
 project's own hopper policies in policies/), one crossval in MuJoCo only (the reference engine;
 kept small because the machine is shared) gives margins, headroom and a verdict; the realities of
-bench/realities.py give the true drop per family. It prints, per policy, the verdict and headroom
+validation/realities.py give the true drop per family. It prints, per policy, the verdict and headroom
 next to the true drops, then Kendall's tau of the verdict class (low < medium < high) against the
 all-gaps true drop and Spearman of each family's headroom (negated) against its own reality, for
 Hopper and HalfCheetah separately. Nothing here was used to choose the ladders, defaults or
 thresholds (they were fixed before this ran), so both groups are untouched by the design.
 
-    .venv/bin/python bench/pilot_margins.py [--episodes 5] [--sweep-episodes 3] [--out .cache/pilot]
+    .venv/bin/python validation/pilot_margins.py [--episodes 5] [--sweep-episodes 3] [--out .cache/pilot]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 from realities import REALITIES, run_reality  # noqa: E402
 

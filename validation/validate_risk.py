@@ -1,8 +1,8 @@
 """`make validate`: does the transfer-risk verdict predict transfer, on a part it was never chosen on?
 
-1. Population and realities in three parts (bench/validation_population.py): design (RL-Zoo and
-   policies/ Hopper/HalfCheetah), selection (bench/train_population.py's selection split), both in
-   bench/realities.py; untouched (Walker2d-v4, Ant-v4) in the sealed bench/realities_heldout.py.
+1. Population and realities in three parts (validation/validation_population.py): design (RL-Zoo and
+   policies/ Hopper/HalfCheetah), selection (validation/train_population.py's selection split), both in
+   validation/realities.py; untouched (Walker2d-v4, Ant-v4) in the sealed validation/realities_heldout.py.
 2. Selection (``select_design``): on design + selection only, a small grid of design values — the
    pass fraction (0.8 / 0.9 / 0.95) and the headroom thresholds — is scored and the values it
    prefers are printed. One crossval per policy, at the shipped fraction: the other fractions'
@@ -21,9 +21,9 @@
    verdict classes and Kendall tau; the policies the harness check refuses (no verdict: counted);
    and whether the engines' disagreement (the spread of their margins) adds to the reference
    engine's sweeps (partial Spearman; a rank regression fitted on design + selection, applied to
-   untouched). The tables go to docs/risk.md between the markers; total wall time is printed.
+   untouched). The tables go to validation/NOTEBOOK.md between the markers; total wall time is printed.
 
-    .venv/bin/python bench/validate_risk.py [--episodes 5] [--sweep-episodes 3] [--selection-only] [--hold-fraction] [--no-write]
+    .venv/bin/python validation/validate_risk.py [--episodes 5] [--sweep-episodes 3] [--selection-only] [--hold-fraction] [--no-write]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import validation_population as vp  # noqa: E402
 from validation_population import CHOOSING_PARTS, FAMILIES, PARTS, TARGETS  # noqa: E402
@@ -49,7 +49,7 @@ from crosssim import risk, sweep  # noqa: E402
 from crosssim.card import load_card  # noqa: E402
 from crosssim.stats import kendall, mmrv, spearman  # noqa: E402
 
-DOC = ROOT / "docs" / "risk.md"
+DOC = ROOT / "validation" / "NOTEBOOK.md"
 BEGIN, END = "<!-- validate:begin -->", "<!-- validate:end -->"
 FRACTIONS = (0.8, 0.9, 0.95)
 THRESHOLDS = tuple((h, m) for h in (0.25, 0.5, 1.0) for m in (1.5, 2.0, 3.0))
@@ -86,7 +86,7 @@ def score(rows: Path, card_path: Path, fraction: float) -> dict:
     )
     if classify(out, risk.HIGH_BELOW, risk.MEDIUM_BELOW) != full.verdict:  # the grid's classes are crosssim's
         raise AssertionError(f"{card.name}: classify() gives {classify(out, risk.HIGH_BELOW, risk.MEDIUM_BELOW)}, "
-                             f"crosssim.risk {full.verdict}: bench/validate_risk.py no longer follows risk.py")
+                             f"crosssim.risk {full.verdict}: validation/validate_risk.py no longer follows risk.py")
     return out
 
 
@@ -383,7 +383,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=5, help="nominal episodes per engine, and reality episodes")
     ap.add_argument("--sweep-episodes", type=int, default=3)
     ap.add_argument("--engines", default="mujoco,pybullet")
-    ap.add_argument("--population", default=None, help="folder of bench/train_population.py's policies")
+    ap.add_argument("--population", default=None, help="folder of validation/train_population.py's policies")
     ap.add_argument("--only", default=None, help="comma-separated policy names (debugging; no docs write)")
     ap.add_argument("--selection-only", action="store_true", help="choose the design; do not score untouched")
     ap.add_argument("--hold-fraction", action="store_true",
@@ -397,7 +397,7 @@ def main() -> None:
         entries = [e for e in entries if e.name in args.only.split(",")]
     missing = vp.missing_trained(args.population)
     if missing:
-        print(f"not trained yet (bench/train_population.py): {', '.join(missing)}")
+        print(f"not trained yet (validation/train_population.py): {', '.join(missing)}")
     kw = dict(engines=engines, episodes=args.episodes, sweep_episodes=args.sweep_episodes)
 
     def evaluate(e: vp.Entry, fractions) -> dict:
@@ -424,7 +424,7 @@ def main() -> None:
     if tuple(chosen) != shipped:
         print("the chosen design differs from the shipped one, so the untouched part is not scored (it is never "
               "scored with a design that is not shipped). The shipped values now come from design rounds 2 and 3 "
-              "(docs/risk.md), measured better than this grid's records: this run's tables are a record, not a "
+              "(validation/NOTEBOOK.md), measured better than this grid's records: this run's tables are a record, not a "
               "reason to change them")
     elif not args.selection_only:
         print(f"untouched part, held-out realities sealed in {vp.sealed()}")
@@ -438,7 +438,7 @@ def main() -> None:
     text = tables(results, grid, chosen, transfer, preferred)
     wall = time.time() - start
     print(text + "\n\n" + per_policy(results) + f"\n\ntotal wall time {wall / 60:.1f} min")
-    out = ROOT / "bench" / "results"
+    out = ROOT / "validation" / "results"
     out.mkdir(exist_ok=True)
     (out / "validate_risk.json").write_text(json.dumps({"chosen": chosen, "grid": grid, "results": results,
                                                         "transfer": transfer, "wall_s": wall}, indent=1, default=str))
@@ -457,7 +457,7 @@ def invocation(target: str) -> str:
 
 
 def write_block(begin: str, end: str, body: str) -> None:
-    """``body`` between the markers ``begin`` and ``end`` of docs/risk.md (nothing when one is missing)."""
+    """``body`` between the markers ``begin`` and ``end`` of validation/NOTEBOOK.md (nothing when one is missing)."""
     doc = DOC.read_text()
     if begin in doc and end in doc:
         DOC.write_text(doc[:doc.index(begin)] + f"{begin}\n{body}\n{end}" + doc[doc.index(end) + len(end):])

@@ -25,9 +25,9 @@ while a real robot brings every gap at once.
   verdicts' Kendall tau (its own thresholds) is no more than 0.05 below A's (its own thresholds on
   the same grid). Otherwise A stays with the thresholds it ships (0.25, 1.5). Either way the design
   that stays is frozen ("FROZEN for untouched3") and the third untouched part is scored once
-  (bench/validate_sealed.py --part untouched3).
+  (validation/validate_sealed.py --part untouched3).
 
-    .venv/bin/python bench/design_round3.py [--no-write]
+    .venv/bin/python validation/design_round3.py [--no-write]
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import validate_risk  # noqa: E402
 import validation_population as vp  # noqa: E402
@@ -138,12 +138,12 @@ def main() -> None:
     wall = time.time() - start
     text = table(res) + f"\n\n**Decision: design {ships} ships** ({why})."
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
-    out = ROOT / "bench" / "results"
+    out = ROOT / "validation" / "results"
     out.mkdir(exist_ok=True)
     (out / "design_round3.json").write_text(json.dumps({"results": res, "ships": ships, "why": why, "wall_s": wall},
                                                        indent=1, default=str))
     if not args.no_write:
-        write_block(BEGIN, END, f"Produced by `{invocation('design-round3')}` on {dt.date.today().isoformat()}: "
+        write_block(BEGIN, END, f"Produced by `{invocation('validate-design-round3')}` on {dt.date.today().isoformat()}: "
                     f"{len(entries)} choosing-part policies, design round 2's records (truth 20 episodes per "
                     f"reality, MuJoCo crossvals, 8 episodes per visited rung); {wall / 60:.1f} min wall.\n\n{text}")
 

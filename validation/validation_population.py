@@ -1,14 +1,14 @@
-"""The validation population of `make validate` (bench/validate_risk.py), its three parts, and
+"""The validation population of `make validate` (validation/validate_risk.py), its three parts, and
 the cached runs each policy needs: crossval rows (per pass fraction) and true drops in realities.
 
 Parts, never mixed:
 - ``design``: the RL-Zoo Hopper/HalfCheetah agents (tests/cards/zoo, weights in
   ../shared/fixtures) and the project's policies/hopper-*: the population earlier designs and the
-  pilot looked at. Realities: bench/realities.py.
-- ``selection``: the ``selection`` split of bench/train_population.py (Hopper, HalfCheetah PPO),
-  trained after the dose-response design was written. Realities: bench/realities.py.
+  pilot looked at. Realities: validation/realities.py.
+- ``selection``: the ``selection`` split of validation/train_population.py (Hopper, HalfCheetah PPO),
+  trained after the dose-response design was written. Realities: validation/realities.py.
 - ``untouched``: the ``untouched`` split (Walker2d-v4, Ant-v4). Realities: the sealed
-  bench/realities_heldout.py, mechanisms neither the sweeps nor the other realities use.
+  validation/realities_heldout.py, mechanisms neither the sweeps nor the other realities use.
 
 Design values are chosen on design + selection only; the untouched part is scored with the frozen
 design. Results are cached per policy under .cache/validation/ (keys: the card, the policy file,
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import realities  # noqa: E402
 import realities_heldout  # noqa: E402
@@ -41,65 +41,72 @@ CHOOSING_PARTS = ("design", "selection")
 FAMILIES = ("actuation", "timing", "contact")
 TARGETS = (*FAMILIES, "all")
 
-SEALED = "bench/realities_heldout.py"
-SEALED_PARTS = {"untouched2": "bench/realities_heldout2.py", "untouched3": "bench/realities_heldout3.py"}
-"""The later untouched parts and their sealed realities: each is scored once (bench/validate_sealed.py),
-with the design a commit froze for it after the seal."""
+SEALED = "validation/realities_heldout.py"
+SEALED_PARTS = {"untouched2": "validation/realities_heldout2.py", "untouched3": "validation/realities_heldout3.py"}
+"""The later untouched parts and their sealed realities: each is scored once (validation/validate_sealed.py),
+with the design frozen for it after the seal."""
+SEALS = ROOT / "validation" / "seals.yaml"
+"""The record of every seal and freeze (validation/README.md, "Sealing"); it replaced reading them from
+commit subjects, which stopped working for a path once the realities moved from bench/ to validation/."""
 
 
 def frozen_tag(part: str) -> str:
-    """The words a commit message carries when it freezes the design that ``part`` tests
-    (bench/validate_sealed.py refuses to score the part before such a commit exists)."""
+    """The words the subject of the commit that freezes the design ``part`` tests carries (for people
+    reading the log; validation/seals.yaml's ``freezes`` is what validate_sealed.py reads)."""
     return f"FROZEN for {part}"
 
 
-def _git_log(*extra: str, root: Path = ROOT) -> list[str]:
+def read_seals(seals: Path = SEALS) -> dict:
+    """validation/seals.yaml: ``seals`` (part -> realities, commit, date, path, blob) and ``freezes``
+    (a list, newest last, of part, commit, date)."""
+    import yaml
+
+    data = yaml.safe_load(Path(seals).read_text()) or {}
+    return {"seals": data.get("seals") or {}, "freezes": data.get("freezes") or []}
+
+
+def git_blob(path: Path) -> str:
+    """git's object id of the file's bytes (what ``git hash-object`` prints), with no git needed."""
+    body = Path(path).read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest()
+
+
+def _is_ancestor(older: str, newer: str, root: Path) -> bool:
     import subprocess
 
-    out = subprocess.run(["git", "-C", str(root), "log", "--format=%h", *extra], capture_output=True, text=True)
-    return out.stdout.split()
+    return subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", older, newer],
+                          capture_output=True).returncode == 0
 
 
-def _freezes(words: str, root: Path = ROOT) -> list[str]:
-    """Commits, newest first, whose subject line holds ``words`` (a body that only quotes a freeze tag,
-    as eb1e5ce's does, freezes nothing)."""
-    import subprocess
-
-    out = subprocess.run(["git", "-C", str(root), "log", "--format=%h %s"], capture_output=True, text=True)
-    return [line.split(" ", 1)[0] for line in out.stdout.splitlines() if words in line.partition(" ")[2]]
-
-
-def frozen(part: str, root: Path = ROOT) -> str | None:
-    """The newest commit whose subject says ``frozen_tag(part)``, if the seal of the part's realities
-    is among its ancestors (a design frozen before the test existed cannot have been frozen for it)."""
-    import subprocess
-
-    freeze = _freezes(frozen_tag(part), root)
-    seal = _git_log("--grep=SEALED", "--", SEALED_PARTS[part], root=root)
-    if not freeze or not seal:
+def frozen(part: str, root: Path = ROOT, seals: Path = SEALS) -> str | None:
+    """The newest freeze recorded for ``part``, if the seal of the part's realities is among its
+    ancestors (a design frozen before the test existed cannot have been frozen for it) and it is in
+    HEAD's history (a freeze on a branch that was never merged ships nothing)."""
+    record = read_seals(seals)
+    seal = record["seals"].get(part)
+    freezes = [f["commit"] for f in record["freezes"] if f["part"] == part]
+    if not freezes or not seal:
         return None
-    after = subprocess.run(["git", "-C", str(root), "merge-base", "--is-ancestor", seal[0], freeze[0]]).returncode == 0
-    return freeze[0] if after else None
+    freeze = freezes[-1]
+    return freeze if _is_ancestor(seal["commit"], freeze, root) and _is_ancestor(freeze, "HEAD", root) else None
 
 
-def latest_freeze(root: Path = ROOT) -> str | None:
-    """The newest commit that froze a design for any part: a part whose own freeze is older was
-    frozen for a design that no longer ships (its table is a record, not rerun)."""
-    every = _freezes("FROZEN for ", root)
-    return every[0] if every else None
+def latest_freeze(seals: Path = SEALS) -> str | None:
+    """The newest freeze for any part: a part whose own freeze is older was frozen for a design that
+    no longer ships (its table is a record, not rerun)."""
+    freezes = read_seals(seals)["freezes"]
+    return freezes[-1]["commit"] if freezes else None
 
 
-def sealed(path: str = SEALED) -> str:
-    """The commit that sealed the held-out realities at ``path`` (its message says SEALED), and
-    whether the file changed after it (an untouched part must be scored in the sealed realities)."""
-    import subprocess
-
-    seal, every = _git_log("--grep=SEALED", "--", path), _git_log("--", path)
-    if not seal:
-        return "not sealed in git"
-    dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD", "--", path]).returncode
-    changed = every[0] != seal[0] or dirty  # the newest seal must be the file's last change
-    return f"{seal[0]}" + (" (CHANGED since: the untouched numbers are not a held-out test)" if changed else "")
+def sealed(path: str = SEALED, root: Path = ROOT, seals: Path = SEALS) -> str:
+    """The commit that sealed the held-out realities at ``path`` (validation/seals.yaml), and whether
+    the file changed after it (an untouched part must be scored in the sealed realities): its bytes,
+    uncommitted edits included, must still hash to the sealed blob."""
+    entry = next((e for e in read_seals(seals)["seals"].values() if e["realities"] == path), None)
+    if entry is None:
+        return f"not sealed in git (no entry in {Path(seals).name})"
+    changed = git_blob(root / path) != entry["blob"]
+    return f"{entry['commit']}" + (" (CHANGED since: the untouched numbers are not a held-out test)" if changed else "")
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,7 @@ class Entry:
 
 def population(pop_dir: Path | None = None) -> list[Entry]:
     """Every policy of the three parts that exists here (the zoo needs ../shared/fixtures; the
-    trained ones need bench/train_population.py to have run: missing ones are listed by the caller)."""
+    trained ones need validation/train_population.py to have run: missing ones are listed by the caller)."""
     from crosssim.card import load_card
 
     pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
@@ -145,7 +152,7 @@ def shard(spec: str) -> tuple[int, int]:
 
 
 def sealed_population(part: str, pop_dir: Path | None = None) -> tuple[list[Entry], list[str]]:
-    """A later untouched part (bench/train_population.py's split ``part``): its entries, and the
+    """A later untouched part (validation/train_population.py's split ``part``): its entries, and the
     names not trained yet."""
     pop_dir = Path(pop_dir or ROOT / ".cache" / "population")
     specs = [s for s in trained_population() if s["split"] == part]
@@ -258,7 +265,7 @@ def truth(entry: Entry, episodes: int) -> dict:
 
 
 def retest_returns(entry: Entry, seeds: range) -> dict[str, list[float]]:
-    """Per-episode returns at ``seeds`` (bench/validate_retest.py), cached per policy and seeds."""
+    """Per-episode returns at ``seeds`` (validation/validate_retest.py), cached per policy and seeds."""
     path = CACHE / "retest" / f"{entry.name}-{_truth_key(entry, f'retest{seeds.start}:{seeds.stop}')}.json"
     if path.exists():
         return json.loads(path.read_text())

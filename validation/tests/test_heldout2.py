@@ -1,4 +1,4 @@
-"""The second untouched part's realities (bench/realities_heldout2.py): mechanisms no sweep, no
+"""The second untouched part's realities (validation/realities_heldout2.py): mechanisms no sweep, no
 selection reality and no first held-out reality uses, each shown to change what it claims (small
 MuJoCo checks on the untouched tasks' robots with fixed actions, no policy of any part)."""
 
@@ -12,11 +12,11 @@ import mujoco
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "validation"))
 
 import realities  # noqa: E402
-from conftest import FixedActions, assert_mechanism_changes_rollout, heldout_rollout  # noqa: E402
+from heldout_helpers import FixedActions, assert_mechanism_changes_rollout, heldout_rollout  # noqa: E402
 import realities_heldout as rh1  # noqa: E402
 import realities_heldout2 as rh  # noqa: E402
 

@@ -1,6 +1,6 @@
 """A sealed untouched part cannot be scored before a design is frozen for it, and its report renders
-(bench/validate_sealed.py; no policy of the part runs here); the design rounds' rules decide as
-written (bench/design_round2.py, design_round3.py)."""
+(validation/validate_sealed.py; no policy of the part runs here); the design rounds' rules decide as
+written (validation/design_round2.py, design_round3.py)."""
 
 from __future__ import annotations
 
@@ -10,51 +10,110 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "validation"))
 
 import validate_sealed as vu  # noqa: E402
 import validation_population as vp  # noqa: E402
 
 
-def _commit(repo: Path, message: str, path: str = "notes.txt") -> None:
+def _commit(repo: Path, message: str, path: str = "notes.txt") -> str:
     f = repo / path
     f.parent.mkdir(parents=True, exist_ok=True)
     f.write_text(f.read_text() + "x" if f.exists() else "x")
     subprocess.run(["git", "-C", str(repo), "add", path], check=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message],
                    check=True)
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _record(path: Path, seals: dict[str, str], freezes: list[tuple[str, str]]) -> Path:
+    """A seals.yaml with each part's seal commit and the freezes (part, commit), newest last."""
+    path.write_text(yaml.safe_dump({
+        "seals": {part: {"realities": vp.SEALED_PARTS.get(part, vp.SEALED), "commit": c, "blob": "0" * 40}
+                  for part, c in seals.items()},
+        "freezes": [{"part": part, "commit": c} for part, c in freezes]}))
+    return path
 
 
 @pytest.mark.parametrize("part", sorted(vp.SEALED_PARTS))
 @pytest.mark.parametrize("order, scored", [(("seal", "freeze"), True), (("freeze", "seal"), False)])
 def test_a_design_counts_as_frozen_only_after_the_seal(tmp_path, part, order, scored):
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    _commit(tmp_path, "start")
-    for step in order:
-        if step == "seal":
-            _commit(tmp_path, "realities: SEALED", vp.SEALED_PARTS[part])
-        else:
-            _commit(tmp_path, f"risk: thresholds, {vp.frozen_tag(part)}")
-    assert (vp.frozen(part, tmp_path) is not None) == scored
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    _commit(repo, "start")
+    made = {step: _commit(repo, "realities: SEALED" if step == "seal" else f"risk: thresholds, {vp.frozen_tag(part)}",
+                          vp.SEALED_PARTS[part] if step == "seal" else "notes.txt") for step in order}
+    seals = _record(tmp_path / "seals.yaml", {part: made["seal"]}, [(part, made["freeze"])])
+    assert (vp.frozen(part, repo, seals) is not None) == scored
 
 
 def test_a_freeze_for_one_part_does_not_open_another_and_a_later_one_closes_it(tmp_path):
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    for part in vp.SEALED_PARTS:
-        _commit(tmp_path, "realities: SEALED", vp.SEALED_PARTS[part])
-    _commit(tmp_path, f"risk: {vp.frozen_tag('untouched2')}")
-    first = vp.frozen("untouched2", tmp_path)
-    assert first is not None and vp.frozen("untouched3", tmp_path) is None
-    assert vu.refusal("untouched2", first, "bb54495", [], vp.latest_freeze(tmp_path)) is None
-    _commit(tmp_path, f"risk: new thresholds, {vp.frozen_tag('untouched3')}")
-    later = vp.latest_freeze(tmp_path)
-    assert vp.frozen("untouched3", tmp_path) == later != first
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    seal = {part: _commit(repo, "realities: SEALED", vp.SEALED_PARTS[part]) for part in vp.SEALED_PARTS}
+    freezes = [("untouched2", _commit(repo, f"risk: {vp.frozen_tag('untouched2')}"))]
+    seals = _record(tmp_path / "seals.yaml", seal, freezes)
+    first = vp.frozen("untouched2", repo, seals)
+    assert first is not None and vp.frozen("untouched3", repo, seals) is None
+    assert vu.refusal("untouched2", first, "bb54495", [], vp.latest_freeze(seals)) is None
+    freezes.append(("untouched3", _commit(repo, f"risk: new thresholds, {vp.frozen_tag('untouched3')}")))
+    seals = _record(tmp_path / "seals.yaml", seal, freezes)
+    later = vp.latest_freeze(seals)
+    assert vp.frozen("untouched3", repo, seals) == later != first
     assert "no longer ships" in vu.refusal("untouched2", first, "bb54495", [], later)  # its table is the record
     assert vu.refusal("untouched3", later, "a58f373", [], later) is None
-    _commit(tmp_path, f"docs: say how the design was frozen\n\nQuoting '{vp.frozen_tag('untouched2')}' in a body.")
-    assert vp.latest_freeze(tmp_path) == later and vp.frozen("untouched2", tmp_path) == first  # subjects only
+
+
+def test_a_freeze_outside_heads_history_opens_nothing(tmp_path):
+    """A freeze recorded from a branch that was never merged ships no design here."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    seal = _commit(repo, "realities: SEALED", vp.SEALED_PARTS["untouched2"])
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "side"], check=True)
+    freeze = _commit(repo, f"risk: {vp.frozen_tag('untouched2')}")
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "main"], check=True)
+    seals = _record(tmp_path / "seals.yaml", {"untouched2": seal}, [("untouched2", freeze)])
+    assert vp.frozen("untouched2", repo, seals) is None
+
+
+def test_a_sealed_file_changed_by_one_byte_is_no_held_out_test(tmp_path):
+    """The seal is the file's bytes (git's blob id), so a move keeps it and an edit breaks it."""
+    (tmp_path / "validation").mkdir()
+    sealed = tmp_path / "validation" / "realities_heldout.py"
+    sealed.write_text("REALITIES = ()\n")
+    seals = tmp_path / "seals.yaml"
+    seals.write_text(yaml.safe_dump({"seals": {"untouched": {
+        "realities": vp.SEALED, "commit": "7f7555e", "blob": vp.git_blob(sealed)}}}))
+    assert vp.sealed(vp.SEALED, tmp_path, seals) == "7f7555e"
+    sealed.write_text("REALITIES = ( )\n")
+    assert "CHANGED" in vp.sealed(vp.SEALED, tmp_path, seals)
+    assert "not sealed" in vp.sealed("validation/realities_other.py", tmp_path, seals)
+
+
+def test_the_record_matches_the_files_and_gits_history():
+    """Every sealed file still hashes to its seal (it was moved from bench/, not edited), the seal
+    commit held that blob at the path recorded, and each freeze descends from its part's seal."""
+    record = vp.read_seals()
+    assert set(record["seals"]) == {"untouched", *vp.SEALED_PARTS}
+    assert record["seals"]["untouched"]["realities"] == vp.SEALED
+    for part, path in vp.SEALED_PARTS.items():
+        assert record["seals"][part]["realities"] == path
+    for part, seal in record["seals"].items():
+        assert vp.sealed(seal["realities"]) == seal["commit"], part
+        assert subprocess.run(["git", "hash-object", str(ROOT / seal["realities"])], capture_output=True,
+                              text=True).stdout.strip() == seal["blob"]
+    if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", record["seals"]["untouched"]["commit"]]).returncode:
+        pytest.skip("a shallow clone: the seal commits are not here")
+    for part, seal in record["seals"].items():
+        then = subprocess.run(["git", "-C", str(ROOT), "rev-parse", f"{seal['commit']}:{seal['path']}"],
+                              capture_output=True, text=True).stdout.strip()
+        assert then == seal["blob"], part
+    assert [vp.frozen(part) for part in sorted(vp.SEALED_PARTS)] == ["8d002de", "9fd521c"]
+    assert vp.latest_freeze() == "9fd521c"
 
 
 @pytest.mark.parametrize("part", sorted(vp.SEALED_PARTS))

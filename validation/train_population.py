@@ -18,7 +18,7 @@ observation noise and a 0-1 step action delay), not crosssim.perturb. Each polic
 .cache/population/<name>/ with model.zip, vecnormalize.json and card.yaml; an existing model.zip
 is kept (delete the folder to retrain).
 
-    .venv/bin/python bench/train_population.py [--only NAME] [--split untouched] [--list]
+    .venv/bin/python validation/train_population.py [--only NAME] [--split untouched] [--list]
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ UNTOUCHED2 = {
 has been looked at three times (scored, extended, retested), so the next design round needs a test
 nobody has seen. New seeds and budgets for the two untouched tasks and a task no part has used
 (InvertedDoublePendulum: actuation and timing only, it has no contacts). Scored once, in the sealed
-bench/realities_heldout2.py, after the next design is frozen (docs/risk.md, "Second untouched part")."""
+validation/realities_heldout2.py, after the next design is frozen (validation/NOTEBOOK.md, "Second untouched part")."""
 UNTOUCHED3 = {
     "Walker2d": ((300_000, False, 4), (300_000, True, 4), (300_000, False, 5), (300_000, True, 5), (500_000, False, 5)),
     "Ant": ((400_000, False, 4), (400_000, True, 4), (400_000, False, 5), (400_000, True, 5)),
@@ -58,8 +58,8 @@ its policies to the harness check (InvertedDoublePendulum never held 1000 steps,
 this one keeps to the two untouched tasks at budgets that passed it there (Walker2d 200k-500k, Ant
 400k+), new seeds. Its rule: every policy is screened by crosssim's own harness check (a nominal-only
 crossval, `--no-risk`, MuJoCo, 20 episodes) before the part is scored; the ones that fail are listed
-and never scored, the others are all scored, once, in the sealed bench/realities_heldout3.py after
-the next design is frozen (docs/risk.md, "Third untouched part"). (This said "before its realities
+and never scored, the others are all scored, once, in the sealed validation/realities_heldout3.py after
+the next design is frozen (validation/NOTEBOOK.md, "Third untouched part"). (This said "before its realities
 are sealed"; the realities were sealed before any of these policies had trained, which the check
 does not depend on.)"""
 

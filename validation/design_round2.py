@@ -1,15 +1,15 @@
 """Design round 2 (2026-12-02): do gear play on the actuation ladder and dropped frames on the
 timing ladder rank the choosing parts better? The rule below was committed before any run.
 
-What the first untouched part showed (docs/risk.md, "Retest"): with the measurement noise taken
+What the first untouched part showed (validation/NOTEBOOK.md, "Retest"): with the measurement noise taken
 out, strength and lag do not rank the policies by what backlash, dry friction, sag or a slow
 actuator cost them, and latency and white noise do not rank them by jitter, dropped frames or a
 velocity filter. That part has been looked at too often to test a change made from it; the sealed
-second untouched part (bench/realities_heldout2.py, none of whose mechanisms either candidate
+second untouched part (validation/realities_heldout2.py, none of whose mechanisms either candidate
 sweeps) is the test.
 
 - **Measurement**, the same for both designs: the choosing parts (design + selection; their
-  realities, bench/realities.py); true drops from 20 episodes per reality (seeds 0-19); crossvals
+  realities, validation/realities.py); true drops from 20 episodes per reality (seeds 0-19); crossvals
   in MuJoCo alone (the reference engine: the question is what the reference's ladders sweep; the
   engine weighting is not changed), 8 nominal episodes and 8 per visited rung, seed 0, pass
   fraction 0.9 (shipped).
@@ -23,9 +23,9 @@ sweeps) is the test.
   20-episode drop, design and selection pooled) is at least 0.02 (validate_risk.TIE) above A's,
   and no target is more than 0.05 below A's; otherwise A stays. Either way the design that stays
   is frozen ("FROZEN for untouched2") and the second untouched part scored once
-  (bench/validate_sealed.py).
+  (validation/validate_sealed.py).
 
-    .venv/bin/python bench/design_round2.py [--shard K/N] [--no-write]
+    .venv/bin/python validation/design_round2.py [--shard K/N] [--no-write]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import validation_population as vp  # noqa: E402
 from validate_risk import (TARGETS, TIE, headroom_score, invocation, rank_metrics, score, select_design,  # noqa: E402
@@ -161,12 +161,12 @@ def main() -> None:
     wall = time.time() - start
     text = table(res) + f"\n\n**Decision: design {ships} ships** ({why})."
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
-    out = ROOT / "bench" / "results"
+    out = ROOT / "validation" / "results"
     out.mkdir(exist_ok=True)
     (out / "design_round2.json").write_text(json.dumps({"results": res, "ships": ships, "why": why, "wall_s": wall},
                                                        indent=1, default=str))
     if not args.no_write:
-        write_block(BEGIN, END, f"Produced by `{invocation('design-round2')}` on {dt.date.today().isoformat()}: "
+        write_block(BEGIN, END, f"Produced by `{invocation('validate-design-round2')}` on {dt.date.today().isoformat()}: "
                     f"{len(entries)} choosing-part policies, truth {TRUTH_EPISODES} episodes per reality, crossvals in "
                     f"{', '.join(ENGINES)} with {EPISODES} nominal episodes and {SWEEP_EPISODES} per visited rung; "
                     f"{wall / 60:.1f} min wall (cached runs read back).\n\n{text}")

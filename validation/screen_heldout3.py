@@ -1,4 +1,4 @@
-"""Screen bench/realities_heldout3.py's values before they are sealed, by a rule fixed before it ran.
+"""Screen validation/realities_heldout3.py's values before they are sealed, by a rule fixed before it ran.
 
 The second held-out set cost its population 0-14 % in contact, so its contact ranking measured
 noise. This screen checks that every family costs a population something, on four Walker2d/Ant
@@ -15,10 +15,10 @@ The rule, fixed before the first run:
    halved), once; 0.80 or more, half as far, once. Otherwise nothing changes.
 3. The values that come out are written into realities_heldout3.py and sealed, whatever they cost.
 
-It ran once, on the first values; its output is bench/results/screen_heldout3.txt. Run again, it
+It ran once, on the first values; its output is validation/results/screen_heldout3.txt. Run again, it
 reads the sealed (doubled) values and prints other numbers: a record of what they cost, not the screen.
 
-    .venv/bin/python bench/screen_heldout3.py
+    .venv/bin/python validation/screen_heldout3.py
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import realities_heldout3 as h3  # noqa: E402
 from validation_population import drops  # noqa: E402

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "validation"))
 
 import realities  # noqa: E402
-from conftest import FixedActions  # noqa: E402
+from heldout_helpers import FixedActions  # noqa: E402
 import realities_heldout as rh  # noqa: E402
 import validate_risk  # noqa: E402
 from train_population import population  # noqa: E402

@@ -1,20 +1,20 @@
 """Score a sealed untouched part once, with the design frozen for it (`make validate-untouched2`,
 `make validate-untouched3`).
 
-Each part (bench/train_population.py's split of that name) and its realities
-(validation_population.SEALED_PARTS, sealed in git) were fixed before a design round, so that round
+Each part (validation/train_population.py's split of that name) and its realities
+(validation_population.SEALED_PARTS, sealed: validation/seals.yaml) were fixed before a design round, so that round
 is tested on policies and mechanisms it never saw: ``untouched2`` (Walker2d, Ant and
-InvertedDoublePendulum; bench/realities_heldout2.py) tests design round 2, ``untouched3`` (Walker2d
-and Ant; bench/realities_heldout3.py) tests design round 3. This script refuses to run until a
-commit whose message says "FROZEN for <part>" exists after the seal: the design that commit ships
-(pass fraction, thresholds, ladders) is the one scored, and nothing may be chosen from what this
+InvertedDoublePendulum; validation/realities_heldout2.py) tests design round 2, ``untouched3`` (Walker2d
+and Ant; validation/realities_heldout3.py) tests design round 3. This script refuses to run until
+validation/seals.yaml records a freeze for the part, a commit after the seal ("FROZEN for <part>" in
+its subject): the design that commit ships (pass fraction, thresholds, ladders) is the one scored, and nothing may be chosen from what this
 prints.
 
-What the retest (docs/risk.md, "Retest") says one measurement needs: the true drops from 20
+What the retest (validation/NOTEBOOK.md, "Retest") says one measurement needs: the true drops from 20
 episodes per reality (5 ranked mostly noise where a reality costs little) and crossvals at 8
 episodes per rung (3 moved one run's Spearman by 0.2-0.4 with its seed). Those are the defaults.
 
-    .venv/bin/python bench/validate_sealed.py --part untouched3 [--episodes 20] [--sweep-episodes 8] [--shard K/N] [--no-write]
+    .venv/bin/python validation/validate_sealed.py --part untouched3 [--episodes 20] [--sweep-episodes 8] [--shard K/N] [--no-write]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "validation"))
 
 import validation_population as vp  # noqa: E402
 from validate_risk import FAMILIES, part_metrics, per_policy, score, write_block  # noqa: E402
@@ -37,7 +37,7 @@ from crosssim import risk, sweep  # noqa: E402
 
 
 def markers(part: str) -> tuple[str, str]:
-    """The part's block in docs/risk.md."""
+    """The part's block in validation/NOTEBOOK.md."""
     return f"<!-- {part}:begin -->", f"<!-- {part}:end -->"
 
 
@@ -46,14 +46,15 @@ def refusal(part: str, frozen: str | None, sealed: str, missing: list[str], late
     path = vp.SEALED_PARTS[part]
     if frozen is None:
         return (f"the part {part} is scored only with a frozen design: commit the design with "
-                f"'{vp.frozen_tag(part)}' in the message (after the seal of {path}), then rerun")
+                f"'{vp.frozen_tag(part)}' in the subject (after the seal of {path}), record that commit under "
+                f"freezes in validation/seals.yaml, then rerun")
     if latest is not None and latest != frozen:
         return (f"the design frozen for {part} ({frozen}) no longer ships: {latest} froze another one since, "
-                f"so {part}'s table in docs/risk.md is the record of its one scoring")
+                f"so {part}'s table in validation/NOTEBOOK.md is the record of its one scoring")
     if not re.match(r"[0-9a-f]{7,} *$", sealed):  # a commit, and nothing after it (" (CHANGED since ...")
         return f"{path} is {sealed}: its realities are no held-out test"
     if missing:
-        return f"not trained yet (bench/train_population.py --split {part}): {', '.join(missing)}"
+        return f"not trained yet (validation/train_population.py --split {part}): {', '.join(missing)}"
     return None
 
 
@@ -79,7 +80,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=20, help="nominal episodes per engine, and reality episodes")
     ap.add_argument("--sweep-episodes", type=int, default=8)
     ap.add_argument("--engines", default="mujoco,pybullet")
-    ap.add_argument("--population", default=None, help="folder of bench/train_population.py's policies")
+    ap.add_argument("--population", default=None, help="folder of validation/train_population.py's policies")
     ap.add_argument("--shard", default=None, help="K/N: fill the caches for every N-th policy from K (prints nothing)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -109,7 +110,7 @@ def main() -> None:
     wall = time.time() - start
     text = metrics_table(results[part]) + "\n\n" + per_policy(results)
     print(text + f"\n\ntotal wall time {wall / 60:.1f} min")
-    out = ROOT / "bench" / "results"
+    out = ROOT / "validation" / "results"
     out.mkdir(exist_ok=True)
     (out / f"validate_{part}.json").write_text(json.dumps(
         {"design": design, "frozen": frozen, "sealed": sealed, "results": results, "wall_s": wall}, indent=1, default=str))
