@@ -114,7 +114,7 @@ def find_card(path: str | Path) -> Path:
         if candidate.is_file():
             return candidate
     raise CardError(f"{p}: no policy card next to these weights (looked for {p.with_suffix('.yaml').name} "
-                    f"and {', '.join(CARD_NAMES)}); see README 'Policy cards'")
+                    f"and {', '.join(CARD_NAMES)}); see docs/cards.md")
 
 
 def _get(d: dict, key: str, types, where: Path, required=False, default=None, prefix=""):

@@ -359,11 +359,11 @@ def reference_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def with_reference(readme: str) -> str:
-    """``readme`` with the text between REFERENCE_MARKERS replaced by ``reference_markdown()``."""
+def with_reference(page: str) -> str:
+    """``page`` (docs/cards.md) with the text between REFERENCE_MARKERS replaced by ``reference_markdown()``."""
     start, end = REFERENCE_MARKERS
-    if readme.count(start) != 1 or readme.count(end) != 1:
-        raise ValueError(f"README.md needs one '{start}' line and one '{end}' line")
-    head, rest = readme.split(start)
+    if page.count(start) != 1 or page.count(end) != 1:
+        raise ValueError(f"docs/cards.md needs one '{start}' line and one '{end}' line")
+    head, rest = page.split(start)
     _, tail = rest.split(end)
     return f"{head}{start}\n{reference_markdown()}{end}{tail}"
