@@ -334,7 +334,9 @@ def test_weak_actuator_net_slows_go1(tmp_path, monkeypatch):
     sims.mkdir()
     for name, w in {"pd": [-35.0, 0, 0, 0, 0, 0], "weak": [-21.0, 0, 0, 0, 0, 0]}.items():
         save(Linear(w), sims / f"{name}.pt", 6)
-        (sims / f"mujoco-{name}.yaml").write_text(f"engine: mujoco\nsettings:\n  actuator: {name}.pt\n")
+        # The nets stand for the torque law alone: the MJCF's servo terms stay (servo_terms: keep).
+        (sims / f"mujoco-{name}.yaml").write_text(f"engine: mujoco\nsettings:\n  actuator: {name}.pt\n"
+                                                  "  servo_terms: keep\n")
     monkeypatch.setenv("CROSSSIM_SIMULATORS", str(sims))
     engines = ("mujoco", "mujoco-pd", "mujoco-weak")
     crossval(CrossvalConfig(policy=str(card), engines=engines, episodes=1, out=str(tmp_path / "run"), risk=False,
@@ -386,7 +388,8 @@ def test_every_engine_steps_with_the_model(tmp_path, engine):
             "weak": save(Linear([0, -2.0, 0, 0, 0, 0]), tmp_path / "weak.pt", 6)}
     final = {}
     for name, net in nets.items():
-        top = Variant(harness=HarnessVariant(actuator=None if net is None else str(net)))
+        # servo_terms keep: these nets are the card's PD law alone, Ant's joint damping is no servo's
+        top = Variant(harness=HarnessVariant(actuator=None if net is None else str(net), servo_terms="keep"))
         sim = open_engine(EngineProfile(name=engine, engine=engine, settings={}), h.scene, top)
         try:
             ep = Episode(ControlStepper(sim, h))
@@ -464,3 +467,39 @@ def test_swept_actuator_conditions_run_and_key_by_content(tmp_path):
     assert cache.key("mujoco", "weak", fields, 0) == before
     save(Linear([0, -3.0, 0, 0, 0, 0]), Path(weak), 6)
     assert cache.key("mujoco", "weak", fields, 0) != before
+
+
+def test_an_actuator_net_replaces_the_servo_terms_the_model_held(tmp_path, monkeypatch):
+    """Issue 33: with a learned actuator net the MJCF's joint damping, armature and friction loss
+    (the servo's stand-ins) are removed, unless the profile states them; a DC-motor envelope keeps them."""
+    from crosssim.profiles import load_profile
+    from crosssim.runner.harness import Harness
+    from crosssim.runner.simulator import open_engine
+    from crosssim.variant import compile_model
+
+    save(MLP(6), tmp_path / "net.pt", 6)
+    (tmp_path / "dc.yaml").write_text("model: dc_motor\nfree_speed: 20\n")
+    for name, settings in {"mujoco-net": "actuator: net.pt", "mujoco-kept": "actuator: net.pt\n  joint_damping: 0.7",
+                           "mujoco-dc": "actuator: dc.yaml", "mujoco-all": "actuator: net.pt\n  servo_terms: keep",
+                           "mujoco-typo": "actuator: net.pt\n  servo_terms: keeep"}.items():
+        (tmp_path / f"{name}.yaml").write_text(f"engine: mujoco\nsettings:\n  {settings}\n")
+    monkeypatch.setenv("CROSSSIM_SIMULATORS", str(tmp_path))
+    scene = Harness.for_task("Hopper").scene
+    hinges = [3, 4, 5]  # thigh, leg, foot (the root's three dofs carry no servo terms in Hopper)
+
+    def terms(profile):
+        sim = open_engine(load_profile(profile), scene)
+        try:
+            mj = compile_model(scene, sim.variant.model).mj
+            return mj.dof_damping[hinges], mj.dof_armature[hinges], mj.dof_frictionloss[hinges]
+        finally:
+            sim.close()
+
+    damping, armature, _ = terms("mujoco")
+    assert (damping > 0).all() and (armature > 0).all()  # gymnasium's hopper.xml: damping 1, armature 1
+    assert all((t == 0).all() for t in terms("mujoco-net"))
+    kept = terms("mujoco-kept")
+    assert np.allclose(kept[0], 0.7) and (kept[1] == 0).all()
+    assert np.allclose(terms("mujoco-dc")[0], damping) and np.allclose(terms("mujoco-all")[1], armature)
+    with pytest.raises(CrossSimError, match="'servo_terms' must be keep or remove"):
+        load_profile("mujoco-typo")

@@ -329,6 +329,32 @@ class ActuatorModel:
         return out
 
 
+SERVO_TERMS = ("joint_damping", "joint_armature", "joint_frictionloss")
+"""The model's joint terms that stood for the servo an actuator net replaces."""
+
+
+def servo_replaced(variant):
+    """``variant`` (crosssim.variant.Variant) with the joint damping, armature and friction loss
+    of the model set to zero when its harness runs a learned actuator net: the net was fitted to
+    the real drive's torque response, which already holds the servo's damping, rotor inertia and
+    friction, so the MJCF's stand-ins would count them twice (Playground Go1's damping 0.5 kept
+    with walk-these-ways' real-data net felled 4 of 4 rough-ground episodes, 2 of 4 without it).
+    A term the profile or card states (``joint_damping: 0.5``) is kept, and ``servo_terms: keep``
+    keeps the model's own; docs/actuators.md."""
+    import dataclasses
+
+    if variant.harness.actuator is None or variant.harness.servo_terms == "keep":
+        return variant
+    try:
+        if load_spec(variant.harness.actuator).model != "net":
+            return variant  # a DC-motor envelope bounds the card's own law: the servo stays
+    except CrossSimError:
+        return variant  # the stepper names what is wrong with the file
+    model = variant.model
+    unstated = {k: 0.0 for k in SERVO_TERMS if getattr(model, k) is None}
+    return dataclasses.replace(variant, model=dataclasses.replace(model, **unstated)) if unstated else variant
+
+
 def build_actuator(p, harness) -> ActuatorModel | None:
     """The actuator model a harness variant ``p`` (crosssim.variant.HarnessVariant) asks for, over
     ``harness``'s actuation; None for the ideal law (no actuator file, no free speed)."""

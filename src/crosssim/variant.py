@@ -79,6 +79,10 @@ class HarnessVariant:
     actuator: str | None = _axis(None, OVERRIDE)
     """Actuator model file (crosssim.actuators, docs/actuators.md): a TorchScript actuator net or a
     YAML spec (net or DC motor); None: the card's ideal law."""
+    servo_terms: str | None = _axis(None, OVERRIDE)
+    """With a learned actuator net: ``keep`` keeps the model's joint damping, armature and friction
+    loss; ``remove`` (the default, None) sets those not stated to zero, since the net holds the
+    servo they stood for (crosssim.actuators.servo_replaced, docs/actuators.md)."""
     motor_free_speed: float | None = _axis(None, MIN)
     """DC-motor torque-speed envelope: joint speed [rad/s] at which the available torque falls to zero
     (linearly from each joint's maximum torque at rest); None: no envelope."""
@@ -161,7 +165,8 @@ class Variant:
                 elif key in plugins:
                     extra[key] = float(value)
             except (TypeError, ValueError):
-                kind = "a file path" if key in _TEXT else "a number"
+                kind = (" or ".join(_CHOICES[key]) if key in _CHOICES else "a file path" if key in _TEXT
+                        else "a number")
                 raise CrossSimError(f"{where}: setting {key!r} must be {kind}, not {value!r}") from None
         return cls(ModelVariant(**parts["model"], extra=tuple(sorted(extra.items()))),
                    HarnessVariant(**parts["harness"]))
@@ -170,15 +175,16 @@ class Variant:
 MODEL_FIELDS = {f.name for f in fields(ModelVariant)} - {"extra"}
 HARNESS_FIELDS = {f.name for f in fields(HarnessVariant)}
 _INTEGER = {"dt_divisor", "action_latency"}
-_TEXT = {"actuator"}
+_TEXT = {"actuator", "servo_terms"}
+_CHOICES = {"servo_terms": ("keep", "remove")}
 
 
 def _typed(key: str, value):
-    if value is None and key in ("timestep", "torque_limit", "actuator", "motor_free_speed", "joint_damping",
+    if value is None and key in ("timestep", "torque_limit", "actuator", "servo_terms", "motor_free_speed", "joint_damping",
                                  "joint_armature", "joint_frictionloss"):
         return None
     if key in _TEXT:
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value or value not in _CHOICES.get(key, (value,)):
             raise TypeError(key)
         return value
     if isinstance(value, bool):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from crosssim.actuators import servo_replaced
 from crosssim.engines.base import Engine, EngineProfile, get_engine
 from crosssim.errors import EngineFailure
 from crosssim.perturb import Perturbation
@@ -41,7 +42,7 @@ def open_engine(profile: EngineProfile, scene, perturbation: Perturbation | Vari
     check_settings(profile, engine)
     _check_base(engine, profile, scene)
     top = perturbation.variant() if isinstance(perturbation, Perturbation) else perturbation or Variant()
-    variant = (base or Variant()).then(profile.variant).then(top)
+    variant = servo_replaced((base or Variant()).then(profile.variant).then(top))
     compiled = compile_model(scene, variant.model)
     check_features(engine, compiled, profile.name)
     return Simulator(engine, engine.load(compiled, profile), profile.name, variant, compiled.timestep)
