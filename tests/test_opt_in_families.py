@@ -209,7 +209,7 @@ def test_crossval_sweeps_opt_in_families_deterministically(tmp_path):
     conditions = set(rows[0].condition)
     for family in ("push", "noise:joint_vel", "dc_motor"):
         assert any(c.startswith(family + "@") for c in conditions), (family, conditions)
-    from crosssim.results import read_summary
+    from crosssim.runfolder import read_summary
 
     risk = read_summary(tmp_path / "run0").risk  # the stored summary reads back (a mapping, a file, inf)
     if risk.verdict == "harness mismatch":
