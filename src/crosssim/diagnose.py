@@ -245,7 +245,8 @@ def rank_log_suspects(card, logs) -> SuspectRanking | None:
     by the share of the input error it removes (per term, RMS of logged - rebuilt over the larger
     RMS, capped at 1, averaged over the terms the logs can check). No simulation runs. None when
     no log holds inputs."""
-    from crosssim.real.conformance import _need, _rms, rebuild
+    from crosssim.real.conformance import rebuild
+    from crosssim.real.terms import log_group, rms
     from crosssim.runner.harness import Harness
 
     with_obs = [log for log in logs if log.obs is not None]
@@ -257,9 +258,9 @@ def rank_log_suspects(card, logs) -> SuspectRanking | None:
         for log in with_obs:
             names, rebuilt, logged = rebuild(h, log)
             for name, r, lg in zip(names, rebuilt, logged):
-                need = _need(h, name)
+                need = log_group(h, name)
                 if need is None or getattr(log, need) is not None:
-                    errs.append(min(_rms(lg - r) / max(_rms(lg), _rms(r), 1e-9), 1.0))
+                    errs.append(min(rms(lg - r) / max(rms(lg), rms(r), 1e-9), 1.0))
         return float(np.mean(errs)) if errs else float("nan")
 
     def score(h) -> tuple[dict[str, float], float]:

@@ -1,6 +1,6 @@
 """One entry point from a card to a Policy, whatever the format.
 
-A card's ``policy.format`` names a loader in one registry (crosssim.policies.formats): the
+A card's ``policy.format`` names a loader in one registry (crosssim.policy_formats): the
 built-ins below, then the ``crosssim.policy_loaders`` entry-point group (docs/extending.md).
 A loader is ``loader(card, *, obs_size, action_size, trust) -> Policy``; with ``trust`` False it
 runs no code from the policy file. Sizes and normalisation are checked here, for every loader.
@@ -15,7 +15,7 @@ import numpy as np
 from crosssim.card import Card
 from crosssim.errors import CrossSimError, PolicyLoadError
 from crosssim.policies.base import CallablePolicy, NormalizedPolicy, Policy
-from crosssim.policies.formats import LOADERS
+from crosssim.policy_formats import LOADERS
 
 
 def _bounds(card: Card, action_size: int) -> dict[str, np.ndarray]:
