@@ -3,7 +3,6 @@ before it existed (same files, same layout)."""
 
 import ast
 import json
-import math
 from pathlib import Path
 
 import numpy as np
