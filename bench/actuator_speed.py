@@ -88,11 +88,11 @@ def _setup(folder: Path, engines: list[str]) -> tuple[dict[str, list[str]], floa
 
 
 def _run(card: Path, engines: list[str], seconds: float, episodes: int, folder: Path):
-    import pandas as pd
     import yaml
 
     from crosssim.card import load_card
     from crosssim.evaluate import crossval
+    from crosssim.runfolder import RunFolder
     from crosssim.runner import CrossvalConfig
     from crosssim.tasks import make_task
 
@@ -107,7 +107,7 @@ def _run(card: Path, engines: list[str], seconds: float, episodes: int, folder: 
                             out=str(folder / f"run-{card.stem}"), risk=False, report=False,
                             cache_dir=str(folder / "cache")))
     wall = time.perf_counter() - start
-    df = pd.read_parquet(folder / f"run-{card.stem}" / "results.parquet")
+    df = RunFolder(folder / f"run-{card.stem}").rows()
     c = load_card(short)
     task = make_task(c.task, **c.task_options)
     out = []

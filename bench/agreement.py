@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "engines.md"
@@ -51,6 +50,7 @@ BOX = """<mujoco><option timestep="0.002"/>
 def policy_results(engines, episodes: int, max_steps: int | None, workers: int) -> dict[str, dict[str, tuple]]:
     """{policy: {engine: (mean return, mean speed, failures)}} from one nominal crossval each."""
     from crosssim.evaluate import crossval
+    from crosssim.runfolder import RunFolder
     from crosssim.runner import CrossvalConfig
 
     out = {}
@@ -59,7 +59,7 @@ def policy_results(engines, episodes: int, max_steps: int | None, workers: int) 
         run = crossval(CrossvalConfig(policy=str(ROOT / card), engines=tuple(engines), episodes=episodes,
                                       max_steps=max_steps, trust_policy_code=True, workers=workers, report=False,
                                       risk=False, out=tempfile.mkdtemp(prefix="crosssim-agreement-")))
-        df = pd.read_parquet(run.out / "results.parquet")
+        df = RunFolder(run.out).rows()
         out[label] = {e: (float(g["return"].mean()), float(g["x_velocity"].mean()), int(g.failure.notna().sum()))
                       for e, g in df.groupby("engine")}
         print(f"{label}: {time.time() - start:.0f} s {out[label]}", flush=True)

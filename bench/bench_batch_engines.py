@@ -10,7 +10,7 @@ what batching would gain or cost there, measured, and whether its rows equal the
 ones. Newton (``--engines newton-mujoco-warp``) runs the lockstep batch as N worlds of one model
 (crosssim.engines.newton_worlds); the lockstep time includes building that model (Newton's import,
 ``replicate``, the solver, the graph capture), printed on its own as ``worlds model``. ``--perturb``
-runs every episode under one condition (crosssim.perturb.Perturbation fields): ``motor_lag`` makes
+runs every episode under one condition (crosssim.variant.Variant fields): ``motor_lag`` makes
 the torque law act per physics step and ``action_delay`` splits a period into parts, the paths
 where a batch must advance in rounds of one engine step.
 
@@ -104,10 +104,10 @@ def main(argv=None) -> None:
     from crosssim.runner.rollout import run_episode
     from crosssim.runner.simulator import open_engine
 
-    from crosssim.perturb import Perturbation
+    from crosssim.variant import Variant
 
     fields = dict(f.split("=") for f in args.perturb.split(",") if f)
-    perturbation = Perturbation(**{k: int(v) if v.isdigit() else float(v) for k, v in fields.items()})
+    perturbation = Variant.of(**{k: int(v) if v.isdigit() else float(v) for k, v in fields.items()})
     card = load_card(args.card)
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=True)

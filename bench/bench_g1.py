@@ -24,18 +24,18 @@ G1 = ROOT / "tests" / "cards" / "robots" / "unitree-g1.yaml"
 
 
 def crossval_seconds(episodes: int, *, batch: bool, max_steps: int | None = None, threads: int | None = None) -> float:
-    import pandas as pd
-
-    from crosssim.runner.crossval import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runfolder import RunFolder
+    from crosssim.runner.crossval import CrossvalConfig
 
     if threads is not None:  # the engine worker inherits it (crosssim.runner.batched.physics_threads)
         os.environ["CROSSSIM_PHYSICS_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory() as out:
         t = time.perf_counter()
-        run_crossval(CrossvalConfig(policy=str(G1), engines=("mujoco",), episodes=episodes, out=out, risk=False,
-                                    report=False, cache=False, batch=batch, max_steps=max_steps, record=False))
+        crossval(CrossvalConfig(policy=str(G1), engines=("mujoco",), episodes=episodes, out=out, risk=False,
+                                report=False, cache=False, batch=batch, max_steps=max_steps, record=False))
         seconds = time.perf_counter() - t
-        rows = pd.read_parquet(Path(out) / "results.parquet")
+        rows = RunFolder(out).rows()
     os.environ.pop("CROSSSIM_PHYSICS_THREADS", None)
     failed = rows[rows.failure.notna()]
     if len(failed) or len(rows) != episodes:

@@ -300,11 +300,10 @@ def test_cache_key_follows_the_net_bytes(tmp_path):
 
 
 def test_perturbation_sweeps_the_actuator():
-    from crosssim.perturb import Perturbation, at_level
+    from crosssim.variant import ModelVariant, Variant
 
-    p = Perturbation(actuator="/a.pt", motor_free_speed=10.0)
-    assert p.variant().harness.actuator == "/a.pt" and p.variant().harness.motor_free_speed == 10.0
-    assert at_level(p, 2.0).motor_free_speed == 5.0 and at_level(p, 0.0) == Perturbation()
+    p = Variant.of(actuator="/a.pt", motor_free_speed=10.0)
+    assert p.harness.actuator == "/a.pt" and p.harness.motor_free_speed == 10.0 and p.model == ModelVariant()
 
 
 # -- the policy feels it: a weak actuator net costs the Go1 policy speed ---------------------------
@@ -421,7 +420,7 @@ def test_crossval_refuses_a_bad_actuator_file_before_running(tmp_path, monkeypat
 
 
 def test_swept_actuator_conditions_run_and_key_by_content(tmp_path):
-    """A crossval condition (Perturbation fields, what the sweeps send to workers) carrying an
+    """A crossval condition (Variant fields, what the sweeps send to workers) carrying an
     actuator file or a free speed runs through the worker, one at a time and in lockstep alike,
     deterministically; the result cache keys such a row by the net's bytes."""
     from crosssim.card import load_card

@@ -53,6 +53,7 @@ def test_card_naming_the_file_gets_its_gap_in_the_verdict(written, tmp_path):
     from test_risk import HOPPER, VISITED, _rows
 
     from crosssim.risk import risk_profile
+    from crosssim.runner.ladders import ladders_for
 
     if not HOPPER.exists():
         pytest.skip("default hopper policy not present")
@@ -65,7 +66,8 @@ def test_card_naming_the_file_gets_its_gap_in_the_verdict(written, tmp_path):
     assert card.deployment["latency"] == raw["latency"] and card.deployment["uncertainty"] == raw["uncertainty"]
     # The verdict on a hopper's rows with the arm's measured gap: every number from the file, at +2 sigma.
     hopper = dataclasses.replace(load_card(HOPPER), claimed={}, deployment=card.deployment)
-    risk = risk_profile(_rows(VISITED), hopper, reference="mujoco", resamples=20, control_period=PERIOD)
+    risk = risk_profile(_rows(VISITED), hopper, ladders=ladders_for(hopper), reference="mujoco", resamples=20,
+                        control_period=PERIOD)
     latency = raw["latency"] + 2 * raw["uncertainty"]["latency"]
     strength = raw["motor_strength"] + 2 * raw["uncertainty"]["motor_strength"]
     assert risk.deployment["latency"] == pytest.approx(latency)

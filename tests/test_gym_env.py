@@ -115,9 +115,9 @@ def test_short_multi_engine_training_gives_a_card_crossval_accepts(tmp_path):
 
 def test_randomised_models_are_reused_and_give_the_same_rollouts():
     from crosssim.gym_env import CrossSimEnv
-    from crosssim.perturb import Perturbation
+    from crosssim.variant import Variant
 
-    light, heavy = Perturbation(mass_scale=0.9), Perturbation(mass_scale=1.1, friction_scale=0.7)
+    light, heavy = Variant.of(mass_scale=0.9), Variant.of(mass_scale=1.1, friction_scale=0.7)
     draws = iter([light, heavy, light])
     env = CrossSimEnv("Hopper", "mujoco", perturbations=lambda rng: next(draws))
     fresh = CrossSimEnv("Hopper", "mujoco", perturbations=lambda rng: light)
@@ -129,7 +129,7 @@ def test_randomised_models_are_reused_and_give_the_same_rollouts():
         return np.array(obs)
 
     rollout(env, 3), rollout(env, 3)
-    first_light_model = env._models[light.variant().model].model
+    first_light_model = env._models[light.model].model
     np.testing.assert_array_equal(rollout(env, 3), rollout(fresh, 3))  # back on the cached light model
     assert env.model is first_light_model and len(env._models) == 3  # nominal, light, heavy
     env.close(), fresh.close()

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from crosssim.card import load_card
 from crosssim.risk import CLAIM_FRACTION, claim_met, harness_check, risk_profile
-from crosssim.sweep import sweep_conditions
+from crosssim.sweep import LADDERS, sweep_conditions
 from crosssim.tasks import make_task
 
 CARD = ROOT / "policies" / "hopper-ppo-150k-dr-s0" / "card.yaml"
@@ -59,7 +59,7 @@ def test_policy_that_never_survives_gets_no_verdict(card):
     """Return 68, every episode ends within the first steps: not LOW, a harness/task failure."""
     df = _rows([68, 70, 66, 69, 67], length=40, terminated=True)
     for c in (card, _claim(card, **{"return": 60.0})):
-        risk = risk_profile(df, c, reference="mujoco", resamples=20)
+        risk = risk_profile(df, c, ladders=LADDERS, reference="mujoco", resamples=20)
         assert risk.verdict == "harness mismatch", risk.message
         assert "fails its task Hopper" in risk.message and "0 of 5 episodes succeed" in risk.message
         assert risk.aggregate is None and risk.components == {} and risk.driver is None
@@ -67,10 +67,10 @@ def test_policy_that_never_survives_gets_no_verdict(card):
 
 def test_negative_return_misses_negative_claim(card):
     df = _rows([-82, -80, -84], length=1000)
-    risk = risk_profile(df, _claim(card, **{"return": -22.0}), reference="mujoco", resamples=20)
+    risk = risk_profile(df, _claim(card, **{"return": -22.0}), ladders=LADDERS, reference="mujoco", resamples=20)
     assert risk.verdict == "harness mismatch" and "return -82" in risk.message
     assert risk.aggregate is None
-    ok = risk_profile(df, _claim(card, **{"return": -70.0}), reference="mujoco", resamples=20)
+    ok = risk_profile(df, _claim(card, **{"return": -70.0}), ladders=LADDERS, reference="mujoco", resamples=20)
     assert ok.harness_check.status == "ok" and ok.aggregate is not None  # -80 reaches -70 - 0.2 * 70 = -84
 
 
@@ -89,13 +89,13 @@ def test_claim_read_on_the_ci_upper_bound():
 
 def test_speed_short_of_claim_is_mismatch(card):
     df = _rows([1000, 1010, 990], x_velocity=0.29)
-    risk = risk_profile(df, _claim(card, x_velocity=0.45), reference="mujoco", resamples=20)
+    risk = risk_profile(df, _claim(card, x_velocity=0.45), ladders=LADDERS, reference="mujoco", resamples=20)
     assert risk.verdict == "harness mismatch" and "x_velocity 0.29" in risk.message
 
 
 def test_working_policy_gets_numbers(card):
     df = _rows([1000, 1010, 990])
-    risk = risk_profile(df, _claim(card, **{"return": 1000.0}), reference="mujoco", resamples=20)
+    risk = risk_profile(df, _claim(card, **{"return": 1000.0}), ladders=LADDERS, reference="mujoco", resamples=20)
     assert risk.harness_check.status == "ok" and risk.verdict == "high"
     assert risk.aggregate.drop == pytest.approx(0.5) and risk.metric == "return"
 
@@ -117,7 +117,7 @@ def test_card_metric_is_validated_and_used(tmp_path, card):
     chosen = load_card(_card_copy(tmp_path, metric="survival"))
     assert chosen.metric == "survival"
     df = _rows([1000, 1010, 990])
-    risk = risk_profile(df, chosen, reference="mujoco", resamples=20)
+    risk = risk_profile(df, chosen, ladders=LADDERS, reference="mujoco", resamples=20)
     assert risk.metric == "survival" and risk.aggregate.drop == pytest.approx(0.0)  # return halves, survival does not
 
 
@@ -158,10 +158,10 @@ def test_a_run_capped_below_the_task_limit_checks_no_return_claim(tmp_path, card
     over 1000, so the claim is not checked (and the check says why) instead of a false mismatch."""
     card = load_card(_card_copy(tmp_path, claimed={"return": 2871.0}))
     df = _rows([500.0, 510.0, 490.0])
-    capped = risk_profile(df, card, reference="mujoco", resamples=20, max_steps=200)
+    capped = risk_profile(df, card, ladders=LADDERS, reference="mujoco", resamples=20, max_steps=200)
     assert capped.verdict != "harness mismatch", capped.message
     assert capped.harness_check.status == "skipped" and "stops at 200" in capped.harness_check.message
-    whole = risk_profile(df, card, reference="mujoco", resamples=20)
+    whole = risk_profile(df, card, ladders=LADDERS, reference="mujoco", resamples=20)
     assert whole.verdict == "harness mismatch" and "2,871" in whole.message and "e+0" not in whole.message
 
 

@@ -65,10 +65,10 @@ def test_a_delay_and_a_per_step_law_stay_in_lockstep(hopper, monkeypatch):
     """A fractional action delay splits each control period into parts and a motor lag makes the
     torque law stateful (one engine step call per physics step): the rows still equal one at a
     time, and every round is one step of the whole model, not one per episode."""
-    from crosssim.perturb import Perturbation
+    from crosssim.variant import Variant
 
     nominal, harness = hopper
-    sim = open_engine(load_profile("newton-mujoco-warp"), harness.scene, Perturbation(action_delay=0.5, motor_lag=0.01))
+    sim = open_engine(load_profile("newton-mujoco-warp"), harness.scene, Variant.of(action_delay=0.5, motor_lag=0.01))
     built = []
     make = sim.engine.worlds_model
     monkeypatch.setattr(sim.engine, "worlds_model", lambda *a: built.append(make(*a)) or built[-1])
@@ -147,10 +147,10 @@ def test_worlds_stepped_apart_match_the_single_model(hopper):
 
 def test_a_perturbed_condition_has_its_own_worlds(hopper):
     """A mass / friction rung builds its own single-world model; its worlds hold the rung's values."""
-    from crosssim.perturb import Perturbation
+    from crosssim.variant import Variant
 
     nominal, harness = hopper
-    sim = open_engine(load_profile("newton-mujoco-warp"), harness.scene, Perturbation(mass_scale=1.3, friction_scale=0.7))
+    sim = open_engine(load_profile("newton-mujoco-warp"), harness.scene, Variant.of(mass_scale=1.3, friction_scale=0.7))
     worlds = sim.engine.worlds_model(sim.model, 2)
     try:
         for name in ("body_mass", "shape_material_mu"):

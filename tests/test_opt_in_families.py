@@ -14,12 +14,12 @@ from crosssim.card import load_card
 from crosssim.errors import CardError
 from crosssim.families import PUSH_DV, opt_in_ladders
 from crosssim.runner.ladders import ladders_for
-from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
 from crosssim.runner.stepper import PUSH_FIRST, ControlStepper
 from crosssim.sweep import LADDERS
+from crosssim.variant import Variant
 
 ANT = CARDS / "ant-locomotion.yaml"
 HOPPER = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
@@ -35,7 +35,7 @@ def ant():
 
 def _run(engine, harness, fields, steps, action=None, seed=0):
     """Frames after each of ``steps`` control periods from the nominal start (zero actions)."""
-    sim = open_engine(load_profile(engine), harness.scene, Perturbation(**fields), base=harness.model_variant)
+    sim = open_engine(load_profile(engine), harness.scene, Variant.of(**fields), base=harness.model_variant)
     try:
         st = ControlStepper(sim, harness)
         st.reset(harness.task.nominal_initial_state(harness.canonical), [seed, 1])
@@ -89,7 +89,7 @@ def test_term_noise_acts_on_that_term_only_in_its_units(ant):
     std = 0.5  # rad/s; the card scales joint_vel by 0.1 before the policy sees it
     frames, noisy = {}, {}
     for name, fields in (("plain", {}), ("noisy", {"term_noise": (("joint_vel", std),)})):
-        sim = open_engine(load_profile("mujoco"), ant.scene, Perturbation(**fields), base=ant.model_variant)
+        sim = open_engine(load_profile("mujoco"), ant.scene, Variant.of(**fields), base=ant.model_variant)
         st = ControlStepper(sim, ant)
         frame, state = st.reset(ant.task.nominal_initial_state(ant.canonical), [0, 1])
         noisy[name] = np.array([st.observe(frame, state) for _ in range(200)])
@@ -103,7 +103,7 @@ def test_term_noise_acts_on_that_term_only_in_its_units(ant):
         else:
             assert np.all(latest[:, sl] == 0.0), name
     with pytest.raises(Exception, match="noise on observation term 'gyro'"):
-        sim = open_engine(load_profile("mujoco"), ant.scene, Perturbation(term_noise=(("gyro", 0.1),)))
+        sim = open_engine(load_profile("mujoco"), ant.scene, Variant.of(term_noise=(("gyro", 0.1),)))
         try:
             ControlStepper(sim, ant)
         finally:
@@ -120,7 +120,7 @@ def test_dc_motor_rung_bounds_torque_by_the_free_speed(monkeypatch):
     peak = h.max_torque[h.actuation.joint_index]
     for k, binding in ((6, True), (0, False)):
         fields = lad.fields(k)
-        sim = open_engine(load_profile("mujoco"), h.scene, Perturbation(**fields), base=h.model_variant)
+        sim = open_engine(load_profile("mujoco"), h.scene, Variant.of(**fields), base=h.model_variant)
         st = ControlStepper(sim, h)
         st.reset(h.task.nominal_initial_state(h.canonical), [0, 1])
         seen = []
@@ -209,7 +209,7 @@ def test_crossval_sweeps_opt_in_families_deterministically(tmp_path):
     conditions = set(rows[0].condition)
     for family in ("push", "noise:joint_vel", "dc_motor"):
         assert any(c.startswith(family + "@") for c in conditions), (family, conditions)
-    from crosssim.results import read_summary
+    from crosssim.runfolder import read_summary
 
     risk = read_summary(tmp_path / "run0").risk  # the stored summary reads back (a mapping, a file, inf)
     if risk.verdict == "harness mismatch":

@@ -7,12 +7,12 @@ import pytest
 
 from conftest import ROOT
 from crosssim.card import load_card
-from crosssim.perturb import ActuatorChain, Perturbation
+from crosssim.perturb import ActuatorChain
 from crosssim.profiles import load_profile
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
 from crosssim.runner.stepper import ControlStepper
-from crosssim.variant import HarnessVariant
+from crosssim.variant import HarnessVariant, Variant
 
 HOPPER = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
 ENGINES = ("mujoco", "pybullet")
@@ -39,7 +39,7 @@ def harness():
 
 
 def _observations(engine, harness, fields, seed=0, steps=200):
-    sim = open_engine(load_profile(engine), harness.scene, Perturbation(**fields), base=harness.model_variant)
+    sim = open_engine(load_profile(engine), harness.scene, Variant.of(**fields), base=harness.model_variant)
     st = ControlStepper(sim, harness)
     frame, ts = st.reset(harness.task.nominal_initial_state(harness.canonical), [seed, 1])
     seen = []

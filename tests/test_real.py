@@ -18,13 +18,13 @@ import yaml
 from conftest import CARDS, ROOT, requires_fixtures
 from crosssim.card import load_card
 from crosssim.engines.base import EngineProfile
-from crosssim.perturb import Perturbation
 from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate
 from crosssim.real.logs import LogError, check_against, read_logs, validate, write_log
 from crosssim.real.simulate import Artefacts, SensorNoise, simulate_logs
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
+from crosssim.variant import Variant
 
 ARM = CARDS / "real" / "arm3-excite.yaml"
 HIDDEN = {"damping_scale": 1.6, "armature_scale": 0.7, "frictionloss_scale": 1.5, "motor_strength": 0.85,
@@ -146,10 +146,10 @@ def test_profile_settings_compose_with_perturbations():
                 "solver": "x"}
     profile = _profile("p", "mujoco", settings)
     assert profile.settings == {"solver": "x"}  # only the engine's own settings stay untyped
-    h = profile.variant.then(Perturbation(motor_strength=0.85, action_latency=1).variant()).harness
+    h = profile.variant.then(Variant.of(motor_strength=0.85, action_latency=1)).harness
     assert h.motor_strength == pytest.approx(0.765) and h.action_latency == 2
-    assert _profile("p", "mujoco", {"solver": "x"}).variant.then(Perturbation().variant()) == Perturbation().variant()
-    m = profile.variant.then(Perturbation(friction_scale=0.7, mass_scale=1.1).variant()).model
+    assert _profile("p", "mujoco", {"solver": "x"}).variant.then(Variant.of()) == Variant.of()
+    m = profile.variant.then(Variant.of(friction_scale=0.7, mass_scale=1.1)).model
     assert m.friction_scale == pytest.approx(0.56) and m.mass_scale == 1.1 and m.damping_scale == 2.0
 
 

@@ -182,7 +182,7 @@ def test_terminal_table_leads_with_the_primary_metric(run_dir):
 
     from crosssim.cli import print_table
     from crosssim.report.build import engine_table_of
-    from crosssim.results import read_summary
+    from crosssim.runfolder import read_summary
 
     out = io.StringIO()
     print_table(read_summary(run_dir), out, table=engine_table_of(run_dir))

@@ -10,8 +10,8 @@ import pytest
 from crosssim.errors import CrossSimError
 from crosssim.gate import Check, Decision
 from crosssim.results import (SCHEMA_VERSION, EngineSummary, EpisodeRow, HarnessCheck, RiskAggregate, RiskComponent,
-                              RiskProfile, RungPoint, RunSummary, SchemaError, from_dict, read_summary, rows_frame, to_dict,
-                              write_summary)
+                              RiskProfile, RungPoint, RunSummary, SchemaError, from_dict, rows_frame, to_dict)
+from crosssim.runfolder import read_summary, write_summary
 
 
 def _summary() -> RunSummary:

@@ -72,7 +72,7 @@ def card():
 
 
 def test_profile_hand_computed(card):
-    risk = risk_profile(_rows(VISITED), card, reference="mujoco", resamples=50)
+    risk = risk_profile(_rows(VISITED), card, ladders=LADDERS, reference="mujoco", resamples=50)
     act = risk.components["actuation"]
     # Bracket rung 1 (severity 0.5, kept ~0.98) .. rung 2 (severity 1, ~0.85): 0.5 + 0.5 (0.98 - 0.9) / (0.98 - 0.85).
     assert act.margin == pytest.approx(0.5 + 0.5 * 0.08 / 0.13, abs=0.01) and not act.censored
@@ -93,15 +93,15 @@ def test_verdict_support_calls_an_edge_verdict_uncertain(card):
     medium is 100 % medium and says nothing more; a margin on the medium/low edge (1x the gap) with
     a spread of episodes at the rung that decides it is called uncertain, and the classes it moves
     between are named."""
-    clean = risk_profile(_rows(VISITED), card, reference="mujoco", resamples=200)
+    clean = risk_profile(_rows(VISITED), card, ladders=LADDERS, reference="mujoco", resamples=200)
     assert clean.verdict_support == {"medium": 1.0} and "uncertain" not in clean.message and not clean.uncertain
     assert clean.thresholds["verdict_support_min"] == 0.9
-    assert risk_profile(_rows(VISITED), card, reference="mujoco", resamples=0).verdict_support == {}
+    assert risk_profile(_rows(VISITED), card, ladders=LADDERS, reference="mujoco", resamples=0).verdict_support == {}
 
     rows = _rows(VISITED, engines=(("mujoco", 1000.0),), episodes=4)
     decides = rows.condition == LADDERS["actuation"].condition(2)  # severity 1; rung 3 (severity 2) keeps 0.7
     rows.loc[decides, "return"] = [780.0, 1000.0, 860.0, 960.0]  # mean 0.90 of nominal: margin about 1.0
-    edge = risk_profile(rows, card, reference="mujoco", resamples=400)
+    edge = risk_profile(rows, card, ladders=LADDERS, reference="mujoco", resamples=400)
     assert edge.driver == "actuation" and edge.verdict in ("medium", "low")
     assert set(edge.verdict_support) == {"medium", "low"} and sum(edge.verdict_support.values()) == pytest.approx(1.0)
     assert edge.verdict_support[edge.verdict] < 0.9 and edge.uncertain
@@ -120,13 +120,13 @@ def test_tighter_deployment_gap_changes_the_verdict(card):
     # severity 5: the margin (0.81) is below a quarter of it (HIGH_BELOW 0.25); at severity 3 (0.27) it is medium
     wide = dataclasses.replace(card, deployment={"motor_strength": 0.5})
     narrow = dataclasses.replace(card, deployment={"motor_strength": 0.02, "motor_lag": 0.0})
-    assert risk_profile(rows, wide, reference="mujoco", resamples=20).verdict == "high"
-    low = risk_profile(rows, narrow, reference="mujoco", resamples=20)
+    assert risk_profile(rows, wide, ladders=LADDERS, reference="mujoco", resamples=20).verdict == "high"
+    low = risk_profile(rows, narrow, ladders=LADDERS, reference="mujoco", resamples=20)
     assert low.verdict == "low", low.message
     assert low.deployment["motor_strength"] == 0.02 and low.deployment["friction"] == 0.8  # the rest: class default
     # A policy made fragile to timing (loses 30 % with one step of latency) now has the least headroom.
     fragile = _rows({**VISITED, "timing": {2: 0.5, 1: 0.7}})
-    risk = risk_profile(fragile, card, reference="mujoco", resamples=20)
+    risk = risk_profile(fragile, card, ladders=LADDERS, reference="mujoco", resamples=20)
     assert risk.verdict == "high" and risk.driver == "timing"
 
 
@@ -165,17 +165,18 @@ TINY = {"actuation": Ladder("actuation", (1, 3), (("motor_strength", (0.9, 0.7))
 
 
 def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
-    """The default policy, 2 episodes, a tiny ladder, in process (so the tiny ladder reaches the
-    sweep): margins, a verdict, the curve in summary.json; run again from the cache, same numbers."""
-    import crosssim.sweep
+    """The default policy, 2 episodes, a plan with a tiny ladder (the jobs carry its rungs to the
+    workers, the verdict reads it from the plan): margins, a verdict, the curve in summary.json; run
+    again from the cache, same numbers."""
+    from crosssim.evaluate import run as run_plan
+    from crosssim.runner import plan_crossval
 
-    monkeypatch.setattr(crosssim.sweep, "LADDERS", TINY)
     monkeypatch.setenv("CROSSSIM_CACHE", str(tmp_path / "cache"))
     runs = []
     for k in range(2):
-        run = crossval(CrossvalConfig(policy=str(HOPPER), engines=("mujoco",), episodes=2, sweep_episodes=2,
-                                      max_steps=150, inline=True, out=str(tmp_path / f"run{k}"), report=False))
-        runs.append(run)
+        plan = plan_crossval(CrossvalConfig(policy=str(HOPPER), engines=("mujoco",), episodes=2, sweep_episodes=2,
+                                            max_steps=150, workers=1, out=str(tmp_path / f"run{k}"), report=False))
+        runs.append(run_plan(dataclasses.replace(plan, ladders=TINY)))
     risk = runs[0].summary.risk
     assert risk.verdict in ("low", "medium", "high") and risk.driver in TINY, risk.message
     for name, c in risk.components.items():

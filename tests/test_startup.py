@@ -97,11 +97,12 @@ def test_a_g1_plan_imports_no_torch_in_the_main_process(tmp_path):
 def _rows(tmp_path, name, card, **kw):
     import pandas as pd
 
-    from crosssim.runner.crossval import CrossvalConfig, run_crossval
+    from crosssim.evaluate import crossval
+    from crosssim.runner.crossval import CrossvalConfig
 
     out = tmp_path / name
-    run_crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=2, max_steps=25, out=str(out),
-                                risk=False, report=False, cache=False, **kw))
+    crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=2, max_steps=25, out=str(out),
+                            risk=False, report=False, cache=False, **kw))
     return pd.read_parquet(out / "results.parquet").drop(columns=["wall_time_s"], errors="ignore")
 
 

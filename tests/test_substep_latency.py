@@ -8,12 +8,12 @@ import pytest
 from conftest import ROOT
 from crosssim.card import load_card
 from crosssim.frame import InitialState
-from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
 from crosssim.runner.stepper import ControlStepper
 from crosssim.sweep import LADDERS
+from crosssim.variant import Variant
 
 HOPPER = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
 ACTION = np.array([0.5, -0.5, 0.5])
@@ -32,7 +32,7 @@ def harness():
 
 
 def _stepper(engine, harness, fields):
-    sim = open_engine(load_profile(engine), harness.scene, Perturbation(**fields), base=harness.model_variant)
+    sim = open_engine(load_profile(engine), harness.scene, Variant.of(**fields), base=harness.model_variant)
     st = ControlStepper(sim, harness)
     init = harness.task.nominal_initial_state(harness.canonical)
     qpos = init.qpos.copy()
@@ -103,4 +103,4 @@ def test_timing_ladder_has_substep_rungs():
     assert lad.fields(2) == {"action_latency": 0, "action_delay": 0.5, "obs_noise": 0.005}
     assert lad.fields(3) == {"action_latency": 1, "obs_noise": 0.01}  # whole steps: the fields as before
     assert lad.severity_of("action_latency", 0.5) == pytest.approx(0.5)  # 4 ms at 8 ms per step
-    assert Perturbation(**lad.fields(2)).variant().harness.action_delay == 0.5
+    assert Variant.of(**lad.fields(2)).harness.action_delay == 0.5

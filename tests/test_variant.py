@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +12,12 @@ from conftest import ROOT
 from crosssim.card import load_card
 from crosssim.engines.base import EngineProfile
 from crosssim.errors import CrossSimError
-from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile, split_settings
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
 from crosssim.runner.stepper import ControlStepper
 from crosssim.scene import canonical_model, resolve_scene
-from crosssim.variant import HARNESS_FIELDS, MODEL_AXES, MODEL_FIELDS, ModelVariant, compile_model
+from crosssim.variant import HARNESS_FIELDS, MODEL_AXES, MODEL_FIELDS, ModelVariant, Variant, compile_model
 
 HOPPER_CARD = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
 
@@ -83,13 +81,18 @@ def test_compile_applies_each_field_once():
     assert compile_model(scene).mj.opt.timestep == c.timestep  # nominal: the scene's own
 
 
-def test_every_field_has_its_function_and_every_perturbation_a_part():
+def test_every_field_has_its_function_and_every_flat_name_one_part():
     assert MODEL_FIELDS == set(MODEL_AXES)
-    assert {f.name for f in fields(Perturbation)} <= MODEL_FIELDS | HARNESS_FIELDS
+    assert not MODEL_FIELDS & HARNESS_FIELDS  # Variant.of can route every flat field
+    v = Variant.of(friction_scale=0.7, motor_strength=0.5, term_noise=[["gyro", 0.1]])  # as JSON brings it back
+    assert v.model == ModelVariant(friction_scale=0.7) and v.harness.motor_strength == 0.5
+    assert v.harness.term_noise == (("gyro", 0.1),) and not v.is_nominal and Variant.of().is_nominal
+    with pytest.raises(TypeError, match="unknown fields \\['friction'\\]"):
+        Variant.of(friction=0.7)
 
 
 def test_calibrated_profile_composes_with_perturbation():
     profile = split_settings(EngineProfile("cal", "mujoco"), {"friction_scale": 0.8, "motor_strength": 0.9})
-    v = profile.variant.then(Perturbation(friction_scale=0.7, motor_strength=0.5, action_latency=1).variant())
+    v = profile.variant.then(Variant.of(friction_scale=0.7, motor_strength=0.5, action_latency=1))
     assert v.model.friction_scale == pytest.approx(0.56) and v.harness.motor_strength == pytest.approx(0.45)
     assert v.harness.action_latency == 1 and profile.settings == {}

@@ -156,12 +156,13 @@ def predictor_retest(recs: list[dict], fraction: float) -> dict:
 
 def support(rows: Path, card_path: Path, fraction: float) -> float:
     """Share of the bootstrap resamples (crosssim.risk's, 500, seed 0) that give the run's own verdict."""
-    import pandas as pd
-
     from crosssim.card import load_card
+    from crosssim.runfolder import RunFolder
+    from crosssim.runner.ladders import ladders_for
 
-    prof = risk.risk_profile(pd.read_parquet(rows), load_card(card_path), reference="mujoco", fraction=fraction,
-                             resamples=500)
+    card = load_card(card_path)
+    prof = risk.risk_profile(RunFolder(rows.parent).rows(), card, ladders=ladders_for(card), reference="mujoco",
+                             fraction=fraction, resamples=500)
     return float(prof.verdict_support.get(prof.verdict, 0.0))
 
 

@@ -37,7 +37,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "validation"))
@@ -47,6 +46,8 @@ from validation_population import CHOOSING_PARTS, FAMILIES, PARTS, TARGETS  # no
 
 from crosssim import risk, sweep  # noqa: E402
 from crosssim.card import load_card  # noqa: E402
+from crosssim.runfolder import RunFolder  # noqa: E402
+from crosssim.runner.ladders import ladders_for  # noqa: E402
 from crosssim.stats import kendall, mmrv, spearman  # noqa: E402
 
 DOC = ROOT / "validation" / "NOTEBOOK.md"
@@ -64,15 +65,17 @@ def score(rows: Path, card_path: Path, fraction: float) -> dict:
     """The profile of one crossval at ``fraction`` (no bootstrap: the point values are scored),
     with every engine (shipped) and with the reference engine alone."""
     card = load_card(card_path)
-    df = pd.read_parquet(rows)
+    df = RunFolder(rows.parent).rows()
+    ladders = ladders_for(card)  # the ladders the run swept (crosssim.sweep.LADDERS as the caller set them)
     ref = "mujoco"
-    full = risk.risk_profile(df, card, reference=ref, fraction=fraction, resamples=0)
+    full = risk.risk_profile(df, card, ladders=ladders, reference=ref, fraction=fraction, resamples=0)
     out = {"verdict": full.verdict, "refused": full.verdict == "harness mismatch",
            "check": full.harness_check.message,
            "nominal_return": float(df[(df.engine == ref) & (df.condition == "nominal")]["return"].mean())}
     if out["refused"]:
         return out
-    alone = risk.risk_profile(df[df.engine == ref], card, reference=ref, fraction=fraction, resamples=0)
+    alone = risk.risk_profile(df[df.engine == ref], card, ladders=ladders, reference=ref, fraction=fraction,
+                              resamples=0)
     comps = full.components
     out.update(
         headroom={f: _num(comps[f].headroom) for f in FAMILIES},

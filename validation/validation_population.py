@@ -292,7 +292,9 @@ def run(entry: Entry, *, fraction: float, engines: tuple[str, ...], episodes: in
         h.update(f"ladders:{ladders}".encode())
     tag = (f"-s{seed}" if seed else "") + (f"-{ladders}" if ladders else "")
     out = CACHE / "runs" / f"{entry.name}-f{fraction:g}{tag}-{h.hexdigest()[:16]}"
-    rows = out / "results.parquet"
+    from crosssim.runfolder import RunFolder
+
+    rows = RunFolder(out).rows_path
     if not rows.exists():
         crossval(CrossvalConfig(policy=str(entry.card), engines=engines, episodes=episodes,
                                 sweep_episodes=sweep_episodes, pass_fraction=fraction, out=str(out), report=False,

@@ -282,7 +282,7 @@ def load_card(path: str | Path) -> Card:
         raise CardError(f"{where}: field 'task' is {task!r}; {detail}") from None
     pol = _get(raw, "policy", dict, where, required=True)
     fmt = _get(pol, "format", str, where, required=True, prefix="policy.")
-    from crosssim.policies.formats import policy_formats  # the registry: built-ins and plugins
+    from crosssim.policy_formats import policy_formats  # the registry: built-ins and plugins
 
     if fmt not in policy_formats():
         raise CardError(f"{where}: field 'policy.format' is {fmt!r}; one of {', '.join(policy_formats())}")

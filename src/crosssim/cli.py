@@ -169,6 +169,7 @@ def print_risk(risk, file=None) -> None:
 
 def cmd_crossval(args) -> int:
     from crosssim.evaluate import crossval
+    from crosssim.runfolder import RunFolder
 
     config = from_args(CrossvalConfig, args)
     print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
@@ -199,7 +200,8 @@ def cmd_crossval(args) -> int:
         print(format_real(run.summary.real))
         if run.summary.real.get("suspects"):
             print(f"  suspects: {printable(run.summary.real['suspects'], 2000)}")
-    print(f"\nresults: {run.out}/results.parquet  summary: {run.out}/summary.json")
+    folder = RunFolder(run.out)
+    print(f"\nresults: {folder.rows_path}  summary: {folder.summary_path}")
     if run.report:
         print(f"report: {run.report}")
     elif run.report_error:
@@ -272,7 +274,7 @@ def cmd_gate(args) -> int:
 
     from crosssim import gate
     from crosssim.evaluate import crossval
-    from crosssim.results import read_summary
+    from crosssim.runfolder import read_summary
     from crosssim.runner.cache import default_root
     from crosssim.text import no_workflow_commands
 

@@ -183,16 +183,17 @@ def _distance(values: dict, targets: dict) -> float:
 
 
 def rank_suspects(card, policy, *, engine: str = "mujoco", episodes: int = SUSPECT_EPISODES,
-                  seconds: float = SUSPECT_SECONDS, seed: int = 0) -> SuspectRanking:
+                  seconds: float = SUSPECT_SECONDS, seed: int = 0, harness=None) -> SuspectRanking:
     """Rank ``suspects(card)`` by how much of the distance between the card as written and its
     claims each removes, from ``episodes`` episodes of ``seconds`` per suspect in ``engine``
-    (the same seeds for every suspect). Cost: (suspects + 1) x episodes short episodes."""
+    (the same seeds for every suspect). ``harness``: the card's as written, when the caller has
+    it (a crossval's plan). Cost: (suspects + 1) x episodes short episodes."""
     from crosssim.profiles import load_profile
     from crosssim.runner.harness import Harness
     from crosssim.runner.rollout import run_episode
     from crosssim.runner.simulator import open_engine
 
-    harness = Harness.from_card(card)
+    harness = harness or Harness.from_card(card)
     targets = _targets(card, harness.task)
     steps = max(1, min(harness.task.max_steps, int(round(seconds / harness.control_dt))))
     sim = open_engine(load_profile(engine), harness.scene, base=harness.model_variant)
@@ -244,7 +245,8 @@ def rank_log_suspects(card, logs) -> SuspectRanking | None:
     by the share of the input error it removes (per term, RMS of logged - rebuilt over the larger
     RMS, capped at 1, averaged over the terms the logs can check). No simulation runs. None when
     no log holds inputs."""
-    from crosssim.real.conformance import _need, _rms, rebuild
+    from crosssim.real.conformance import rebuild
+    from crosssim.real.terms import log_group, rms
     from crosssim.runner.harness import Harness
 
     with_obs = [log for log in logs if log.obs is not None]
@@ -256,9 +258,9 @@ def rank_log_suspects(card, logs) -> SuspectRanking | None:
         for log in with_obs:
             names, rebuilt, logged = rebuild(h, log)
             for name, r, lg in zip(names, rebuilt, logged):
-                need = _need(h, name)
+                need = log_group(h, name)
                 if need is None or getattr(log, need) is not None:
-                    errs.append(min(_rms(lg - r) / max(_rms(lg), _rms(r), 1e-9), 1.0))
+                    errs.append(min(rms(lg - r) / max(rms(lg), rms(r), 1e-9), 1.0))
         return float(np.mean(errs)) if errs else float("nan")
 
     def score(h) -> tuple[dict[str, float], float]:
@@ -275,7 +277,7 @@ def rank_log_suspects(card, logs) -> SuspectRanking | None:
 
 def suspect_hint(plan, reference: str) -> str:
     """The ranked-suspects line of a crossval whose harness check failed (``plan``: its
-    CrossvalPlan), run in the reference engine (MuJoCo if that one cannot run here) within the
+    crosssim.runner.crossval.Plan), run in the reference engine (MuJoCo if that one cannot run here) within the
     run's step cap; a failure to rank is said in the line, never raised."""
     from crosssim.policies import load_policy
 
@@ -284,9 +286,9 @@ def suspect_hint(plan, reference: str) -> str:
     try:
         policy = load_policy(card, obs_size=h.obs_size, action_size=h.action_size, trust=config.trust_policy_code)
         try:
-            ranking = rank_suspects(card, policy, engine=reference, seconds=seconds, seed=config.seed)
+            ranking = rank_suspects(card, policy, engine=reference, seconds=seconds, seed=config.seed, harness=h)
         except Exception:  # noqa: BLE001 - the reference may be an engine this process cannot open
-            ranking = rank_suspects(card, policy, engine="mujoco", seconds=seconds, seed=config.seed)
+            ranking = rank_suspects(card, policy, engine="mujoco", seconds=seconds, seed=config.seed, harness=h)
         return ranking.hint()
     except Exception as exc:  # noqa: BLE001 - advice never costs the run
         return f"(suspects not ranked: {type(exc).__name__}: {str(exc)[:200]})"

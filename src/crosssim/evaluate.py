@@ -1,5 +1,6 @@
-"""The crossval end to end: the runner's plan -> execute -> summarize, then the real-log section
-and the HTML report, which sit above the runner (the runner imports neither)."""
+"""The crossval end to end, stage by stage: plan -> execute -> store (the runner) -> verdict
+(crosssim.verdict) -> the real-log section -> the HTML report. Every file goes through the run
+folder (crosssim.runfolder); the runner imports none of the stages above it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from crosssim.results import RunSummary, write_summary
-from crosssim.runner.crossval import CrossvalConfig, plan_crossval, run_plan
+from crosssim.results import RunSummary
+from crosssim.runner.crossval import CrossvalConfig, Plan, execute, plan_crossval, store
 
 
 @dataclass(frozen=True)
@@ -23,15 +24,24 @@ class CrossvalRun:
 
 
 def crossval(config: CrossvalConfig, *, progress=None) -> CrossvalRun:
-    """Run the crossval (crosssim.runner.crossval: plan -> execute -> summarize), add the REAL section when
-    ``config.real`` names logs, then write report.html when ``config.report``."""
-    plan = plan_crossval(config)
+    """Plan the crossval ``config`` asks for, then ``run`` it."""
+    return run(plan_crossval(config), progress=progress)
+
+
+def run(plan: Plan, *, progress=None) -> CrossvalRun:
+    """Execute ``plan`` and store its rows, give the verdict, add the REAL section when the config
+    names logs, then write report.html when ``config.report``."""
+    from crosssim.verdict import summarize
+
+    config, folder = plan.config, plan.folder
     logs = None
     if config.real:  # a bad log fails now, before any engine runs
         from crosssim.real.logs import read_logs
 
         logs = read_logs(config.real, plan.harness)  # checked against the run's harness; LogError names the file
-    summary = run_plan(plan, progress=progress)
+    got = execute(plan, progress=progress)
+    summary = summarize(plan, store(plan, got), got)
+    folder.write_summary(summary)
     if logs is not None:
         from crosssim.real.compare import real_section
 
@@ -43,7 +53,7 @@ def crossval(config: CrossvalConfig, *, progress=None) -> CrossvalRun:
 
             section["suspects"] = log_suspect_hint(plan.card, logs)
         summary = dataclasses.replace(summary, real=section)
-        write_summary(plan.out, summary)
+        folder.write_summary(summary)
     report = error = None
     if config.report:
         from crosssim.report import write_report

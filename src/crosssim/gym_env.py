@@ -9,7 +9,6 @@ import gymnasium as gym
 import numpy as np
 
 from crosssim.errors import CrossSimError, EngineFailure
-from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile
 from crosssim.runner.episode import Episode
 from crosssim.runner.harness import Harness
@@ -17,7 +16,7 @@ from crosssim.runner.simulator import Simulator, open_engine
 from crosssim.runner.stepper import ControlStepper
 from crosssim.variant import ModelVariant, Variant
 
-PerturbationSampler = Callable[[np.random.Generator], Perturbation]
+PerturbationSampler = Callable[[np.random.Generator], Variant]
 
 
 class CrossSimEnv(gym.Env):
@@ -27,7 +26,7 @@ class CrossSimEnv(gym.Env):
     ``task`` may name a version (``"Walker2d-v4"``); ``task_options`` are a card's ``task_options``.
     ``card`` (a path or a Card) builds the card's harness instead (``task`` is then ignored): its
     observation, actuation and ``first_call``, so ``reset`` gives crossval's first observation.
-    ``perturbations`` (domain randomisation) draws a Perturbation at every reset; model-level
+    ``perturbations`` (domain randomisation) draws a perturbation (a Variant) at every reset; model-level
     parts (mass, friction) rebuild the engine model, so keep them coarse.
     """
 
@@ -85,7 +84,7 @@ class CrossSimEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         if self.sampler is not None:
-            self.sim = self._simulator(self.sampler(self.np_random).variant())
+            self.sim = self._simulator(self.sampler(self.np_random))
             self.episode = Episode(ControlStepper(self.sim, self.harness))
         init = self.task.initial_state(self.canonical, self.np_random)
         # The observation-noise stream is drawn per episode, sampler or not: a fixed seed would

@@ -1,28 +1,23 @@
 """Typed results of a crossval, and the one (de)serializer for them.
 
-A run folder holds ``results.parquet`` (one ``EpisodeRow`` per row) and ``summary.json`` (one
-``RunSummary``: per-engine ``EngineSummary``, the ``RiskProfile``). Everything that reads a run
-folder (gate, CLI, report) reads it through ``read_summary``, which refuses, in one line, a
-folder written with another schema. ``to_dict``/``from_dict`` serve every dataclass here and the
-gate's ``Decision``.
+A run's rows are ``EpisodeRow``s, its parity audit ``AuditEntry``s, its summary one ``RunSummary``
+(per-engine ``EngineSummary``, the ``RiskProfile``). Which file holds which, and how it is read
+back, is crosssim.runfolder's (``RunFolder``) alone. ``to_dict``/``from_dict`` serve every
+dataclass here and the gate's ``Decision``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import types
 import typing
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from crosssim.errors import CrossSimError
 
 SCHEMA_VERSION = 3
 """Version of summary.json's layout; raise it whenever a field changes meaning, goes, or is added."""
-SUMMARY_FILE = "summary.json"
-ROWS_FILE = "results.parquet"
 
 
 class SchemaError(CrossSimError):
@@ -36,7 +31,7 @@ class EpisodeRow:
     policy: str
     engine: str
     condition: str
-    """"nominal" or a sweep rung ``<family>@<k>`` (crosssim.sweep.LADDERS)."""
+    """"nominal" or a sweep rung ``<family>@<k>`` (the plan's ladders, crosssim.runner.ladders)."""
     episode: int
     seed: int
     ret: float = field(metadata={"key": "return"})
@@ -102,6 +97,32 @@ def rows_frame(rows: list[EpisodeRow]):
     records = [r.to_record() for r in rows]
     extra = sorted({k for r in records for k in r} - set(ROW_COLUMNS))
     return pd.DataFrame.from_records(records, columns=ROW_COLUMNS + extra)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One model parameter of one engine's parity audit, as stored (crosssim.engines.base.AuditRow
+    with its status)."""
+
+    quantity: str
+    """e.g. ``body_mass``, ``joint_damping``."""
+    item: str
+    """Body, joint or actuator name (or ``model``)."""
+    canonical: float
+    engine: float | None
+    """Value read back from the engine; None where the engine cannot represent it."""
+    tolerance: float
+    note: str = ""
+    status: str = "ok"
+    """"ok", "MISMATCH" or "unsupported"."""
+
+    @classmethod
+    def from_worker(cls, payload: dict) -> "AuditEntry":
+        """From one entry of an engine worker's ``audit`` message."""
+        engine = payload.get("engine")
+        return cls(quantity=str(payload["quantity"]), item=str(payload["item"]), canonical=float(payload["canonical"]),
+                   engine=None if engine is None else float(engine), tolerance=float(payload["tolerance"]),
+                   note=str(payload.get("note") or ""), status=str(payload.get("status", "ok")))
 
 
 @dataclass(frozen=True)
@@ -295,14 +316,6 @@ class RunSummary:
     in both directions, as ``card_from_run``."""
 
 
-def card_path(folder: Path, summary: RunSummary) -> Path:
-    """Where the run's policy card is, seen from the current folder: beside the run folder when
-    ``card_from_run`` is stored, else ``summary.card`` (as the run's command line gave it)."""
-    if summary.card_from_run is not None:
-        return Path(folder) / summary.card_from_run
-    return Path(summary.card)
-
-
 def to_dict(obj) -> typing.Any:
     """A dataclass (nested ones included) as JSON-ready dicts, lists and numbers."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -366,38 +379,3 @@ def _read(tp, value, where: str):
             return value
         raise SchemaError(f"{where}: expected {tp.__name__}, found {value!r}")
     return value  # typing.Any, bare dict / list
-
-
-def write_summary(out: Path, summary: RunSummary) -> Path:
-    """``out/summary.json`` from ``summary``, atomically."""
-    from crosssim.files import write_atomic
-
-    path = Path(out) / SUMMARY_FILE
-    text = json.dumps(to_dict(summary), indent=1)
-    write_atomic(path, lambda p: Path(p).write_text(text))
-    return path
-
-
-def read_summary(folder: Path) -> RunSummary:
-    """The RunSummary of a run folder; one CrossSimError line for a missing, damaged, old or foreign one."""
-    folder = Path(folder)
-    path = folder / SUMMARY_FILE
-    if not path.is_file():
-        raise CrossSimError(f"{folder}: no {SUMMARY_FILE} here; pass a crossval output folder "
-                            f"or run `crosssim crossval --out {folder}` first")
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise CrossSimError(f"{path}: cannot read it ({exc.strerror}); pass a crossval output folder") from None
-    except ValueError as exc:
-        raise CrossSimError(f"{path}: not valid JSON ({exc}); rerun crossval for this folder") from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
-        writer = data.get("crosssim_version", "unknown") if isinstance(data, dict) else "unknown"
-        raise SchemaError(f"run folder {folder} was written by crosssim {writer} schema {version or 'none'}; "
-                          f"this crosssim reads schema {SCHEMA_VERSION}; rerun crossval")
-    try:
-        return from_dict(RunSummary, data, SUMMARY_FILE)
-    except SchemaError as exc:
-        raise SchemaError(f"run folder {folder}: {exc}; rerun crossval") from None
-

@@ -15,8 +15,7 @@ import numpy as np
 
 from crosssim.results import (HarnessCheck, RiskAggregate, RiskComponent, RiskProfile, RungPoint, support_text,
                               verdict_uncertain)
-from crosssim import sweep
-from crosssim.sweep import PASS_FRACTION, curve_at, margin_from_curve, retained
+from crosssim.sweep import PASS_FRACTION, Ladder, curve_at, margin_from_curve, retained
 from crosssim.text import number
 
 # Verdict thresholds on the least headroom (margin / expected gap), chosen by validate_risk's rule
@@ -42,11 +41,6 @@ MIN_ENGINE_WEIGHT = 0.5
 VERDICT_SUPPORT_MIN = 0.9
 VERDICT_ORDER = ("high", "unknown", "medium", "low")
 """Worst first: the family whose class comes first decides the verdict."""
-
-
-def clipped_drop(base: float, value: float) -> float:
-    """Share of ``base`` lost at ``value``, clipped to [0, 1] (a gain is no drop)."""
-    return float(np.clip((base - value) / max(abs(base), 1e-9), 0.0, 1.0))
 
 
 def engine_weights(nominal: np.ndarray, ref: int) -> np.ndarray:
@@ -167,18 +161,15 @@ def _ratio(a: float, b: float | None) -> float | None:
     return None if b is None or b <= 0 else float(a / b)
 
 
-def risk_profile(df, card, *, reference: str, seed: int = 0, resamples: int = 500, hints=None,
-                 task=None, max_steps: int | None = None, fraction: float = PASS_FRACTION,
-                 control_period: float | None = None, ladders=None) -> RiskProfile:
+def risk_profile(df, card, *, ladders: dict[str, Ladder], reference: str, seed: int = 0, resamples: int = 500,
+                 hints=None, task=None, max_steps: int | None = None, fraction: float = PASS_FRACTION,
+                 control_period: float | None = None) -> RiskProfile:
     """Profile from crossval rows (columns engine, condition, episode, return, failure, ...; rung
-    conditions ``<family>@<k>`` as the sweeps visited them), on the card's metric (else the task's
-    primary; ``ladders``: the ones the sweeps ran, default crosssim.sweep.LADDERS). On a harness
-    mismatch it holds no risk numbers."""
+    conditions ``<family>@<k>`` as the sweeps visited them) on ``ladders``, the ones the sweeps
+    ran (the plan's: crosssim.runner.crossval.Plan.ladders), on the card's metric (else the task's
+    primary). On a harness mismatch it holds no risk numbers."""
     from crosssim.deployment import deployment_gap, gap_dict
 
-    from crosssim.runner.ladders import ladders_for
-
-    ladders = ladders or ladders_for(card)
     task = task or task_of(card)
     metric = card.metric or task.primary_metric
     thresholds = {"pass_fraction": fraction, "high_below": HIGH_BELOW, "medium_below": MEDIUM_BELOW,

@@ -18,7 +18,7 @@ import numpy as np
 @dataclass(frozen=True)
 class Ladder:
     """A family's severities: rung k (1..K) sits at severity ``levels[k - 1]`` and sets each axis
-    (a Perturbation field) to its ``axes`` value there. Severity is linear in every axis's
+    (a Variant field) to its ``axes`` value there. Severity is linear in every axis's
     distance from nominal, so margins and gaps in severity units can be divided."""
 
     family: str
@@ -35,7 +35,7 @@ class Ladder:
         return 0.0 if k == 0 else float(self.levels[k - 1])
 
     def fields(self, k: int) -> dict:
-        """Perturbation fields of rung ``k`` (0: nominal)."""
+        """Variant fields of rung ``k`` (0: nominal)."""
         if k == 0:
             return {}
         out = {}
@@ -109,7 +109,7 @@ def unit(name: str) -> str:
 
 
 def axis_fields(name: str, value) -> dict:
-    """Perturbation fields of one axis value: a latency in control steps is split into whole steps
+    """Variant fields of one axis value: a latency in control steps is split into whole steps
     (``action_latency``) and a fraction (``action_delay``, resolved to physics steps by the
     harness; crosssim.runner.stepper), so every engine sees the same sub-step latency."""
     if name.startswith(TERM_NOISE):  # "term_noise:<term>": noise on that observation term only
@@ -124,7 +124,7 @@ def axis_fields(name: str, value) -> dict:
 NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_noise": 0.0,
            "friction_scale": 1.0, "mass_scale": 1.0, "motor_free_speed": float("inf"), "push_impulse": 0.0,
            "actuator": None, "backlash": 0.0, "obs_drop": 0.0}
-"""Each swept axis's value with no gap (crosssim.perturb.Perturbation's defaults)."""
+"""Each swept axis's value with no gap (the Variant fields' defaults)."""
 
 UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "raw units",
          "friction_scale": "x", "mass_scale": "x", "motor_free_speed": "rad/s", "push_impulse": "N s",
@@ -158,7 +158,7 @@ PASS_FRACTION = 0.9
 
 
 def sweep_conditions(ladders: dict[str, Ladder] = LADDERS) -> tuple[tuple[str, dict], ...]:
-    """Every rung condition a sweep may visit, as (name, Perturbation fields), family by family."""
+    """Every rung condition a sweep may visit, as (name, Variant fields), family by family."""
     return tuple((lad.condition(k), lad.fields(k)) for lad in ladders.values() for k in range(1, lad.rungs + 1))
 
 
@@ -228,7 +228,7 @@ def rung_passes(nominal, rung, fraction: float = PASS_FRACTION) -> bool:
 def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION) -> list[tuple[int, bool]]:
     """The bisection of one family in one engine, wherever its rows come from.
 
-    ``rungs``: (condition, Perturbation fields) of rungs 1..K; ``rows_of(condition, fields)``:
+    ``rungs``: (condition, Variant fields) of rungs 1..K; ``rows_of(condition, fields)``:
     the rows of the sweep episodes under a condition (None for a missing one; the engine worker
     runs what it lacks, the parent only reads); ``metric(rows)``: per-row metric values.
     Returns the visited (rung, passed) pairs (``bisect_rungs``)."""

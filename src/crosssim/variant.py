@@ -3,7 +3,10 @@
 A :class:`Variant` has a model part (:class:`ModelVariant`: timestep, masses, friction, joint
 parameters), compiled by :func:`compile_model` into the one MuJoCo model every engine adapter
 builds from, and a harness part (:class:`HarnessVariant`: motor strength, lag, torque limit,
-latency, observation noise) that the control step applies identically in every engine.
+latency, observation noise) that the control step applies identically in every engine. A
+perturbation (a sweep rung, a crossval condition, a domain-randomisation draw) is a Variant too,
+named by its fields flat (``Variant.of(friction_scale=0.7, action_latency=1)``), as the sweeps'
+ladders and the profiles' settings name them.
 
 Adding a model perturbation is one field on :class:`ModelVariant` (its ``compose`` rule in the
 field's metadata) and one function registered with :func:`model_axis`; third parties register
@@ -100,6 +103,10 @@ class HarnessVariant:
     """Probability that a control period's observation is lost, so the policy reads the previous
     one again (a dropped sensor frame), from its own stream (crosssim.runner.stepper)."""
 
+    def __post_init__(self):  # fields that crossed a process boundary as JSON come back as lists
+        if not isinstance(self.term_noise, tuple) or any(not isinstance(t, tuple) for t in self.term_noise):
+            object.__setattr__(self, "term_noise", tuple((str(n), float(v)) for n, v in self.term_noise))
+
 
 def _compose(rule: str, base, top):
     if rule == SCALE:
@@ -131,6 +138,21 @@ class Variant:
 
     model: ModelVariant = ModelVariant()
     harness: HarnessVariant = HarnessVariant()
+
+    @classmethod
+    def of(cls, **values) -> "Variant":
+        """The variant of flat ``values`` (a sweep rung's or a condition's fields), each given to
+        the part that declares it; TypeError names a field neither declares."""
+        unknown = set(values) - MODEL_FIELDS - HARNESS_FIELDS
+        if unknown:
+            raise TypeError(f"Variant.of() got unknown fields {sorted(unknown)}")
+        return cls(ModelVariant(**{k: v for k, v in values.items() if k in MODEL_FIELDS}),
+                   HarnessVariant(**{k: v for k, v in values.items() if k in HARNESS_FIELDS}))
+
+    @property
+    def is_nominal(self) -> bool:
+        """No change at all: the profile's and the card's own physics."""
+        return self == Variant()
 
     def then(self, top: "Variant") -> "Variant":
         """``top`` on top of this one: scales multiply, latencies and lags add, torque limits take

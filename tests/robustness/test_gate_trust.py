@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from crosssim.gate import GateConfig, decide, junit, markdown
-from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskProfile, RunSummary, write_summary
+from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskProfile, RunSummary
+from crosssim.runfolder import write_summary
 
 from conftest import assert_one_line_error
 

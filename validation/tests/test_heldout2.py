@@ -20,7 +20,7 @@ from heldout_helpers import FixedActions, assert_mechanism_changes_rollout, held
 import realities_heldout as rh1  # noqa: E402
 import realities_heldout2 as rh  # noqa: E402
 
-from crosssim.perturb import Perturbation  # noqa: E402
+from crosssim.variant import HARNESS_FIELDS, MODEL_FIELDS  # noqa: E402
 from crosssim.runner.harness import Harness  # noqa: E402
 from crosssim.sweep import LADDERS  # noqa: E402
 
@@ -32,7 +32,7 @@ def only(name: str) -> rh.Heldout2Reality:
 
 
 SAME_AS = {"saturation": "torque_limit"}
-"""A mechanism crosssim can already apply, under its Perturbation name: no ladder may sweep it
+"""A mechanism crosssim can already apply, under its Variant field name: no ladder may sweep it
 while this part is the test (the design must not see what tests it)."""
 
 
@@ -40,7 +40,7 @@ def test_mechanisms_are_new_to_every_sweep_and_every_other_reality():
     swept = {axis for lad in LADDERS.values() for axis, _ in lad.axes}
     swept |= {"push_impulse", "motor_free_speed", "actuator", "term_noise"}  # opt-in families (crosssim.families)
     assert not {SAME_AS.get(m, m) for m in MECHANISMS} & swept
-    assert not (set(MECHANISMS) - set(SAME_AS)) & {f.name for f in fields(Perturbation)}
+    assert not (set(MECHANISMS) - set(SAME_AS)) & (MODEL_FIELDS | HARNESS_FIELDS)
     others = ({f.name for f in fields(realities.Reality)} | {f.name for f in fields(rh1.HeldoutReality)}) - {"name", "family"}
     assert not set(MECHANISMS) & others
     for r in rh.REALITIES:  # each family's reality holds its own mechanisms only; "all" holds every one

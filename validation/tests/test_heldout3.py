@@ -23,7 +23,7 @@ import realities_heldout as rh1  # noqa: E402
 import realities_heldout2 as rh2  # noqa: E402
 import realities_heldout3 as rh  # noqa: E402
 
-from crosssim.perturb import Perturbation  # noqa: E402
+from crosssim.variant import HARNESS_FIELDS, MODEL_FIELDS  # noqa: E402
 from crosssim.runner.harness import Harness  # noqa: E402
 from crosssim.sweep import LADDERS  # noqa: E402
 
@@ -37,7 +37,7 @@ def only(name: str) -> rh.Heldout3Reality:
 def test_mechanism_names_are_new_to_every_sweep_perturbation_and_other_reality():
     swept = {axis for lad in LADDERS.values() for axis, _ in lad.axes}
     assert not set(MECHANISMS) & swept
-    assert not set(MECHANISMS) & {f.name for f in fields(Perturbation)}
+    assert not set(MECHANISMS) & (MODEL_FIELDS | HARNESS_FIELDS)
     others = set()
     for cls in (realities.Reality, rh1.HeldoutReality, rh2.Heldout2Reality):
         others |= {f.name for f in fields(cls)} - {"name", "family"}

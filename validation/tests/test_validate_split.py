@@ -23,7 +23,7 @@ import realities_heldout as rh  # noqa: E402
 import validate_risk  # noqa: E402
 from train_population import population  # noqa: E402
 
-from crosssim.perturb import Perturbation  # noqa: E402
+from crosssim.variant import HARNESS_FIELDS, MODEL_FIELDS  # noqa: E402
 from crosssim.runner.harness import Harness  # noqa: E402
 from crosssim.sweep import LADDERS  # noqa: E402
 
@@ -59,7 +59,7 @@ def test_the_second_untouched_part_is_new_and_stays_out_of_the_validation():
 
 def test_held_out_mechanisms_are_neither_swept_nor_in_the_selection_realities():
     held_out = {k for names in rh.MECHANISMS.values() for k in names}
-    swept = {axis for lad in LADDERS.values() for axis, _ in lad.axes} | {f.name for f in fields(Perturbation)}
+    swept = {axis for lad in LADDERS.values() for axis, _ in lad.axes} | (MODEL_FIELDS | HARNESS_FIELDS)
     selection = {f.name for f in fields(realities.Reality)} - {"name", "family"}
     assert not held_out & swept and not held_out & selection
     for r in rh.REALITIES:  # each family's reality holds its own mechanisms only; "all" holds every one

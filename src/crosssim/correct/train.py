@@ -162,10 +162,10 @@ def base_module(card, harness, *, trust: bool = False):
 
     fmt = card.policy_format
     if fmt == "sb3":
-        from crosssim.policies.load import _bounds
+        from crosssim.policies.load import action_bounds
         from crosssim.policies.sb3 import SB3ActorPolicy
 
-        p = SB3ActorPolicy(card.policy_file, activation=card.activation, **_bounds(card, harness.action_size))
+        p = SB3ActorPolicy(card.policy_file, activation=card.activation, **action_bounds(card, harness.action_size))
         act = getattr(torch.nn, p.activation or "Tanh")
         layers = []
         for w, b in p.hidden + [p.head]:
@@ -246,9 +246,9 @@ def compose(card, harness, residual, gate, *, trust: bool = False):
     """The scripted module ``clip(base + gate * residual)``."""
     import torch
 
-    from crosssim.policies.load import _bounds
+    from crosssim.policies.load import action_bounds
 
-    bounds = _bounds(card, harness.action_size)
+    bounds = action_bounds(card, harness.action_size)
     module = _modules()[1](base_module(card, harness, trust=trust), residual, gate, bounds["low"], bounds["high"])
     return torch.jit.script(module.eval())
 

@@ -1,6 +1,6 @@
 """One entry point from a card to a Policy, whatever the format.
 
-A card's ``policy.format`` names a loader in one registry (crosssim.policies.formats): the
+A card's ``policy.format`` names a loader in one registry (crosssim.policy_formats): the
 built-ins below, then the ``crosssim.policy_loaders`` entry-point group (docs/extending.md).
 A loader is ``loader(card, *, obs_size, action_size, trust) -> Policy``; with ``trust`` False it
 runs no code from the policy file. Sizes and normalisation are checked here, for every loader.
@@ -15,10 +15,10 @@ import numpy as np
 from crosssim.card import Card
 from crosssim.errors import CrossSimError, PolicyLoadError
 from crosssim.policies.base import CallablePolicy, NormalizedPolicy, Policy
-from crosssim.policies.formats import LOADERS
+from crosssim.policy_formats import LOADERS
 
 
-def _bounds(card: Card, action_size: int) -> dict[str, np.ndarray]:
+def action_bounds(card: Card, action_size: int) -> dict[str, np.ndarray]:
     clip = card.action.clip or (-1.0, 1.0)
     return {"low": np.full(action_size, clip[0]), "high": np.full(action_size, clip[1])}
 
@@ -29,8 +29,8 @@ def load_sb3(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Pol
 
     if trust:
         return SB3TrustedPolicy(card.policy_file, (card.algo or "").lower(), obs_size=obs_size,
-                                **_bounds(card, action_size))
-    return SB3ActorPolicy(card.policy_file, activation=card.activation, **_bounds(card, action_size))
+                                **action_bounds(card, action_size))
+    return SB3ActorPolicy(card.policy_file, activation=card.activation, **action_bounds(card, action_size))
 
 
 def load_torchscript(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:
@@ -50,7 +50,7 @@ def load_rllib(card: Card, *, obs_size: int, action_size: int, trust: bool) -> P
     from crosssim.policies.rllib import RLlibModulePolicy
 
     return RLlibModulePolicy(card.policy_file, module_id=card.module_id, activation=card.activation,
-                             **_bounds(card, action_size))
+                             **action_bounds(card, action_size))
 
 
 def load_callable(card: Card, *, obs_size: int, action_size: int, trust: bool) -> Policy:

@@ -220,11 +220,9 @@ def _child_env() -> dict[str, str]:
     """The child's environment: no tokens or other secrets of the parent, and a PYTHONPATH
     without the folder crosssim runs in (a checkout under review), unless crosssim itself is
     imported from there (a development run)."""
-    import crosssim
-
     env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith(("LC_", "CROSSSIM_"))}
     here = Path.cwd().resolve()
-    own = Path(crosssim.__file__).resolve().parent.parent
+    own = Path(__file__).resolve().parents[2]  # the folder that holds the crosssim package
     keep = [p for p in sys.path if p and (Path(p).resolve() != here or Path(p).resolve() == own)]
     # PYTHONSAFEPATH: the child's own working folder never comes first on sys.path either.
     env.update(OMP_NUM_THREADS="1", PYTHONSAFEPATH="1", PYTHONPATH=os.pathsep.join(keep))

@@ -22,6 +22,7 @@ import numpy as np
 
 from crosssim.frame import SimFrame, quat_rotate
 from crosssim.real.logs import RealLog
+from crosssim.real.terms import log_group, rms
 
 OK_RELATIVE = 0.05
 """A term matches when the RMS of (logged - rebuilt) is at most this fraction of the logged RMS
@@ -36,20 +37,6 @@ KNOWN_FACTORS = {math.pi / 180: "degrees to radians (pi/180) applied to a value 
                  180 / math.pi: "radians to degrees (180/pi): a value in degrees",
                  -1.0: "sign flipped", 9.80665: "g: a value in g instead of m/s^2",
                  1 / 9.80665: "1/g: a value in m/s^2 instead of g", 2.0: "twice the value", 0.5: "half the value"}
-NEEDS = {"base_lin_vel": "vel", "base_ang_vel": "gyro", "projected_gravity": "quat", "base_euler": "quat",
-         "base_height": "pos"}
-"""Log groups a term needs beyond the joints."""
-SENSOR_NEEDS = {"gyro": "gyro", "frameangvel": "gyro", "velocimeter": "vel", "framelinvel": "vel", "framepos": "pos",
-                "framequat": "quat", "framexaxis": "quat", "frameyaxis": "quat", "framezaxis": "quat"}
-"""The same for MJCF sensors (by kind), read from the logged state like every engine's."""
-
-
-def _need(harness, name: str) -> str | None:
-    if not harness.canonical.free_base:
-        return None
-    if name.startswith("sensor:"):
-        return SENSOR_NEEDS.get(harness.sensors.types[name[len("sensor:"):]][1])
-    return NEEDS.get(name)
 
 
 def _frame(log: RealLog, harness, k: int, t0: float = 0.0) -> SimFrame:
@@ -112,10 +99,6 @@ def rebuild(harness, log: RealLog) -> tuple[list[str], list[np.ndarray], list[np
     return names, rebuilt, logged
 
 
-def _rms(x: np.ndarray) -> float:
-    return float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
-
-
 def _hint(scale: float) -> str | None:
     for factor, text in KNOWN_FACTORS.items():
         if abs(scale - factor) <= 0.01 * abs(factor):
@@ -126,8 +109,8 @@ def _hint(scale: float) -> str | None:
 def compare_term(name: str, logged: np.ndarray, rebuilt: np.ndarray) -> dict:
     """One term: ok, or the scale / offset / order that explains the difference, or a mismatch."""
     out = {"term": name, "values": int(logged.shape[1]), "status": "ok", "scale": 1.0, "offset": 0.0, "order": None}
-    ref = max(_rms(logged), _rms(rebuilt), 1e-9)
-    rel = _rms(logged - rebuilt) / ref
+    ref = max(rms(logged), rms(rebuilt), 1e-9)
+    rel = rms(logged - rebuilt) / ref
     out["relative_error"] = rel
     if rel <= OK_RELATIVE:
         return out
@@ -146,13 +129,13 @@ def compare_term(name: str, logged: np.ndarray, rebuilt: np.ndarray) -> dict:
     var = float(np.sum(Rc * Rc))
     a = float(np.sum(Rc * Lc) / var) if var > 1e-12 * len(R) else 1.0  # one scale for the term
     b = logged.mean(axis=0) - a * R.mean(axis=0)  # an offset per value (a calibration offset per joint)
-    if np.ptp(b) <= 0.05 * max(_rms(logged), 1e-9):
+    if np.ptp(b) <= 0.05 * max(rms(logged), 1e-9):
         b = float(np.mean(b))
     resid = logged - (a * R + b)
-    out["residual_after_fit"] = _rms(resid) / ref
+    out["residual_after_fit"] = rms(resid) / ref
     if abs(a - 1.0) > SCALE_TOLERANCE:
         findings.append("scale")
-    if np.max(np.abs(b)) > 0.05 * max(_rms(logged), 1e-9):
+    if np.max(np.abs(b)) > 0.05 * max(rms(logged), 1e-9):
         findings.append("offset")
     out["scale"] = float(a)
     out["offset"] = [float(v) for v in b] if np.ndim(b) else float(b)
@@ -177,7 +160,7 @@ def _compare(harness, logs: list[RealLog]) -> list[dict]:
             per[k][1].append(rebuilt[k])
     terms = []
     for k, name in enumerate(names):
-        need = _need(harness, name)
+        need = log_group(harness, name)
         if need is not None and any(getattr(log, need) is None for log in logs):
             terms.append({"term": name, "status": "not checked", "why": f"the logs have no '{need}' columns"})
             continue

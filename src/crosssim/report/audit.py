@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crosssim.results import AuditEntry
 from crosssim.text import number
 
 QUANTITIES = {
@@ -72,11 +73,11 @@ class AuditEngine:
     lines: list[AuditLine]
 
 
-def _difference(r: dict) -> tuple[float, str]:
-    c, e = r["canonical"], r["engine"]
+def _difference(r: AuditEntry) -> tuple[float, str]:
+    c, e = r.canonical, r.engine
     if e is None or not np.isfinite(e):
         return float("inf"), "—"
-    if r["quantity"] == "integrator":
+    if r.quantity == "integrator":
         return float(c != e), "different method" if c != e else "same"
     if c != 0:
         rel = (e - c) / abs(c)
@@ -84,27 +85,26 @@ def _difference(r: dict) -> tuple[float, str]:
     return abs(e - c), f"{e - c:+.3g}"
 
 
-def audit_view(audit: dict[str, list[dict]]) -> list[AuditEngine]:
+def audit_view(audit: dict[str, list[AuditEntry]]) -> list[AuditEngine]:
     """Per engine: the rows that do not match (named, with units) and a summary by quantity."""
     out = []
     for engine, rows in audit.items():
-        bad = [r for r in rows if r.get("status") != "ok"]
+        bad = [r for r in rows if r.status != "ok"]
         groups, lines = [], []
-        by_quantity: dict[tuple[str, str], list[dict]] = {}
+        by_quantity: dict[tuple[str, str], list[AuditEntry]] = {}
         for r in bad:
-            by_quantity.setdefault((r["quantity"], r["status"]), []).append(r)
-            name = QUANTITIES.get(r["quantity"], (r["quantity"].replace("_", " "), ""))[0]
-            lines.append(AuditLine(name, r["item"], value_text(r["quantity"], r["canonical"]),
-                                   value_text(r["quantity"], r["engine"]), _difference(r)[1], r["status"],
-                                   r.get("note") or ""))
+            by_quantity.setdefault((r.quantity, r.status), []).append(r)
+            name = QUANTITIES.get(r.quantity, (r.quantity.replace("_", " "), ""))[0]
+            lines.append(AuditLine(name, r.item, value_text(r.quantity, r.canonical),
+                                   value_text(r.quantity, r.engine), _difference(r)[1], r.status, r.note))
         for (quantity, status), group in by_quantity.items():
             name = QUANTITIES.get(quantity, (quantity.replace("_", " "), ""))[0]
             worst = max(group, key=lambda r: _difference(r)[0])
             if status == "MISMATCH":
-                largest = (f"{worst['item']}: {value_text(quantity, worst['canonical'])} vs "
-                           f"{value_text(quantity, worst['engine'])} ({_difference(worst)[1]})")
+                largest = (f"{worst.item}: {value_text(quantity, worst.canonical)} vs "
+                           f"{value_text(quantity, worst.engine)} ({_difference(worst)[1]})")
             else:
                 largest = "the engine cannot represent it"
-            groups.append(AuditGroup(name, len(group), status, largest, group[0].get("note") or ""))
+            groups.append(AuditGroup(name, len(group), status, largest, group[0].note))
         out.append(AuditEngine(engine, len(rows), groups, lines))
     return out

@@ -15,8 +15,8 @@ import numpy as np
 from crosssim.files import write_atomic
 from crosssim.report import plots, tables
 from crosssim.report.audit import audit_view
-from crosssim.report.data import load_run
 from crosssim.results import support_text
+from crosssim.runfolder import RunFolder
 from crosssim.versions import package_versions
 
 
@@ -26,10 +26,9 @@ def _harness(run, harness):
         return harness, None
     try:  # `crosssim report DIR` on its own: the card the run stored, relative to the run folder
         from crosssim.card import load_card
-        from crosssim.results import card_path
         from crosssim.runner.harness import Harness
 
-        return Harness.from_card(load_card(card_path(run.out, run.summary))), None
+        return Harness.from_card(load_card(RunFolder(run.out).card_path(run.summary))), None
     except Exception as exc:  # the card moved: the report still shows the stored numbers, and says what is missing
         return None, (f"the policy card could not be loaded ({type(exc).__name__}: {exc}): filmstrips, joint "
                       "plots and the divergence plot are left out")
@@ -88,7 +87,7 @@ def _figures(run, task, metric: str, engines: list[str], harness) -> dict:
 
 def engine_table_of(out: Path, *, harness=None) -> tables.EngineTable:
     """The report's per-engine table of a run folder (primary metric first), for the terminal too."""
-    run = load_run(Path(out))
+    run = RunFolder(out).read()
     harness, _ = _harness(run, harness)
     task = _task(run, harness)
     return tables.engine_table(run, task, _metric(run, task))
@@ -136,11 +135,12 @@ def write_report(out: Path, *, filmstrips: bool = True, harness=None) -> Path:
     ``harness``: the run's (crosssim.runner.harness.Harness); None builds it from the stored card path."""
     import jinja2
 
-    run = load_run(Path(out))
+    folder = RunFolder(out)
+    run = folder.read()
     env = jinja2.Environment(loader=jinja2.PackageLoader("crosssim.report", "templates"),
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True))
     page = env.get_template("report.html.j2").render(**_context(run, filmstrips=filmstrips, harness=harness))
-    path = Path(out) / "report.html"
+    path = folder.report_path
     write_atomic(path, lambda p: Path(p).write_text(page, encoding="utf-8"))
     return path
 

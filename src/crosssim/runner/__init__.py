@@ -1,6 +1,6 @@
-"""Closed-loop rollouts and the crossval run that fans them over engines."""
+"""Closed-loop rollouts, and the crossval's plan and execution that fan them over engines."""
 
-from crosssim.runner.crossval import CrossvalConfig, run_crossval
+from crosssim.runner.crossval import CrossvalConfig, Plan, plan_crossval
 from crosssim.runner.rollout import EpisodeResult, Harness, run_episode
 
-__all__ = ["CrossvalConfig", "EpisodeResult", "Harness", "run_crossval", "run_episode"]
+__all__ = ["CrossvalConfig", "EpisodeResult", "Harness", "Plan", "plan_crossval", "run_episode"]

@@ -1,16 +1,16 @@
 """``crossval``: one policy, every requested engine, N episodes each under each condition.
 
-plan -> execute -> summarize. ``plan_crossval`` reads the card once and fixes everything a run
-needs (harness, conditions, jobs, cache); ``execute`` hands the jobs to an executor that only runs
-them (the local process pool of crosssim.runner.workers or Ray, both through ``execute_job``) and
-collects typed rows; ``crosssim.runner.summarize`` turns the rows into the RunSummary. Real-log
-comparison and the HTML report sit above the runner (crosssim.evaluate).
+plan -> execute -> store, the runner's part of a crossval. ``plan_crossval`` reads the card once
+and fixes everything a run needs in a ``Plan`` (harness, ladders, conditions, jobs, cache keys,
+run folder); ``execute`` hands the jobs to an executor that only runs them (the local process pool
+of crosssim.runner.workers or Ray, both through ``execute_job``) and collects typed rows; ``store``
+puts them in the run folder (crosssim.runfolder). The verdict (crosssim.verdict), the real-log
+comparison and the HTML report sit above the runner (crosssim.evaluate runs them all).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +21,11 @@ from crosssim import options
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
 from crosssim.options import option
-from crosssim.files import write_atomic
-from crosssim.results import ROWS_FILE, EpisodeRow, RunSummary, rows_frame, write_summary
+from crosssim.results import AuditEntry, EpisodeRow
+from crosssim.runfolder import RunFolder
 from crosssim.runner.harness import Harness
 from crosssim.runner.workers import EngineJob
+from crosssim.sweep import Ladder
 from crosssim.text import slug
 
 
@@ -108,30 +109,46 @@ def default_out(card: Card) -> Path:
 
 
 @dataclass(frozen=True)
-class CrossvalPlan:
-    """Everything a run needs, decided once from the card and the config before any engine starts."""
+class Plan:
+    """Everything a run needs, decided once from the card and the config before any engine starts:
+    the executor runs its jobs, the verdict (crosssim.verdict) reads it with the rows."""
 
     config: CrossvalConfig
     card: Card
     harness: Harness
-    """Built once here; passed on to the cache key, the hints, the real-log section and the report."""
-    out: Path
+    """Built once here; passed on to the cache key, the hints, the verdict, the real-log section and the report."""
+    folder: RunFolder
+    """Where the run's files go (crosssim.runfolder)."""
     conditions: tuple[tuple[str, dict], ...]
-    """(condition name, Perturbation fields) every episode runs under, in run and storage order."""
+    """(condition name, Variant fields) every episode runs under, in run and storage order."""
     episodes: tuple[tuple[int, int], ...]
     """(episode index, seed) pairs; the same in every engine and condition."""
     cache: object | None = None
     """crosssim.runner.cache.ResultCache, or None with --no-cache."""
-    sweeps: tuple = ()
-    """(family, ((condition, Perturbation fields) for rungs 1..K)) searched by bisection after the
-    conditions (crosssim.sweep); empty with --no-risk."""
-    sweep_episodes: tuple[tuple[int, int], ...] = ()
-    """(episode index, seed) pairs each visited rung runs: the first of ``episodes``."""
+    ladders: dict[str, Ladder] = field(default_factory=dict)
+    """The dose-response ladders swept after the conditions and read by the verdict, by family
+    (crosssim.runner.ladders.ladders_for); empty with --no-risk."""
     metric: str = "return"
     """The task metric the sweeps and the verdict use (the card's, else the task's primary)."""
     policy: object = field(default=None, compare=False, repr=False)
     """The policy the plan loaded to check it; a sandboxed one is handed to the first engine
     worker (crosssim.policies.sandbox.Handoff) instead of starting a second process; closed by ``execute``."""
+
+    @property
+    def out(self) -> Path:
+        return self.folder.path
+
+    @property
+    def sweeps(self) -> tuple[tuple[str, tuple[tuple[str, dict], ...]], ...]:
+        """(family, ((condition, Variant fields) for rungs 1..K)) searched by bisection after the
+        conditions (crosssim.sweep), one per ladder."""
+        return tuple((name, tuple((lad.condition(k), lad.fields(k)) for k in range(1, lad.rungs + 1)))
+                     for name, lad in self.ladders.items())
+
+    @property
+    def sweep_episodes(self) -> tuple[tuple[int, int], ...]:
+        """(episode index, seed) pairs each visited rung runs: the first ``--sweep-episodes`` of ``episodes``."""
+        return self.episodes[:self.config.sweep_episodes] if self.ladders else ()
 
     @property
     def all_conditions(self) -> tuple[tuple[str, dict], ...]:
@@ -144,7 +161,7 @@ class CrossvalPlan:
     def job(self, engine: str, skip: frozenset = frozenset(), known: tuple = ()) -> EngineJob:
         c = self.config
         return EngineJob(str(self.card.path), engine, self.episodes, c.trust_policy_code, c.max_steps, c.record,
-                         self.conditions, skip, c.batch, log=str(self.out / "logs" / f"{slug(engine)}.log"),
+                         self.conditions, skip, c.batch, log=str(self.folder.worker_log(engine)),
                          sweeps=self.sweeps, sweep_episodes=self.sweep_episodes, metric=self.metric,
                          fraction=c.pass_fraction, known=known)
 
@@ -161,7 +178,7 @@ def quick_config(config: CrossvalConfig) -> CrossvalConfig:
                                max_steps=min(config.max_steps or QUICK_MAX_STEPS, QUICK_MAX_STEPS))
 
 
-def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
+def plan_crossval(config: CrossvalConfig) -> Plan:
     """Fail fast, in this process, on what would fail every engine (card, robot, policy file, sizes,
     unknown engine, unwritable output folder); then the plan."""
     from crosssim.engines.base import registered_engines
@@ -196,23 +213,14 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
         config = dataclasses.replace(config, max_steps=min(config.max_steps, harness.task.max_steps))
     # Loaded exactly as the workers will load it (same trust); kept for the first worker.
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=config.trust_policy_code)
-    out = Path(config.out) if config.out else default_out(card)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise CrossSimError(f"cannot write results to {out}: {exc.strerror}; choose another --out") from None
+    folder = RunFolder(Path(config.out) if config.out else default_out(card)).create()
     if not 0 < config.pass_fraction < 1:
         raise CrossSimError(f"--pass-fraction must be between 0 and 1 (a share of nominal), got {config.pass_fraction}")
     episodes = tuple((i, config.seed + i) for i in range(config.episodes))
-    sweeps = tuple((name, tuple((lad.condition(k), lad.fields(k)) for k in range(1, lad.rungs + 1)))
-                   for name, lad in ladders_for(card, harness).items()) if config.risk else ()
-    return CrossvalPlan(config=config, card=card, harness=harness, out=out, conditions=(("nominal", {}),),
-                        episodes=episodes, cache=_cache(card, harness, config), sweeps=sweeps,
-                        sweep_episodes=episodes[:config.sweep_episodes] if sweeps else (),
-                        metric=card.metric or harness.task.primary_metric, policy=policy)
+    return Plan(config=config, card=card, harness=harness, folder=folder, conditions=(("nominal", {}),),
+                episodes=episodes, cache=_cache(card, harness, config),
+                ladders=ladders_for(card, harness) if config.risk else {},
+                metric=card.metric or harness.task.primary_metric, policy=policy)
 
 
 def _cache(card: Card, harness: Harness, config: CrossvalConfig):
@@ -238,7 +246,7 @@ class Collected:
     """What the engines sent back: typed rows and the side results, per engine."""
 
     rows: dict[str, list[EpisodeRow]]
-    audits: dict[str, list[dict]] = field(default_factory=dict)
+    audits: dict[str, list[AuditEntry]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     trajectories: dict[str, dict[int, dict]] = field(default_factory=dict)
     resources: dict[str, dict] = field(default_factory=dict)
@@ -262,12 +270,12 @@ class Collected:
         return [r for e in engines for r in sorted(self.rows[e], key=lambda r: (order[r.condition], r.episode))]
 
 
-def _cached(plan: CrossvalPlan, engine: str, condition: str, episode: int, seed: int) -> dict | None:
+def _cached(plan: Plan, engine: str, condition: str, episode: int, seed: int) -> dict | None:
     hit = plan.cache.get(plan.cache_key(engine, condition, seed)) if plan.cache else None
     return hit if hit is not None and hit.get("episode") == episode else None
 
 
-def _from_cache(plan: CrossvalPlan, got: Collected) -> tuple[list[EngineJob], dict[str, list[dict]]]:
+def _from_cache(plan: Plan, got: Collected) -> tuple[list[EngineJob], dict[str, list[dict]]]:
     """Collect the rows of the conditions the cache knows; one job per engine for the rest. Cached
     rung rows go to the jobs as ``known`` (returned per engine too): which of them a run keeps is
     decided by the sweep search (``_keep_visited``), not by what happens to be cached."""
@@ -294,7 +302,7 @@ def _light(row: dict) -> dict:
     return {k: v for k, v in row.items() if k != "trajectory"}
 
 
-def _keep_visited(plan: CrossvalPlan, got: Collected, cached_rungs: dict[str, list[dict]]) -> None:
+def _keep_visited(plan: Plan, got: Collected, cached_rungs: dict[str, list[dict]]) -> None:
     """Add to ``got`` the cached rung rows the sweep search visits: the same search the workers ran,
     replayed on the rows now known, so the stored rows never depend on what the cache held."""
     from crosssim.runner.workers import payload_frame
@@ -359,7 +367,7 @@ def _startup_status(profile: str) -> str | None:
     return "compiling Warp kernels (once; about 2 min)" if cold else None
 
 
-def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
+def execute(plan: Plan, *, progress=None) -> Collected:
     """Rows from the cache where known, the rest from the executor; engine failures become rows."""
     config, name = plan.config, plan.card.name
     got = Collected(rows={e: [] for e in config.engines})
@@ -383,7 +391,7 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
             if progress:
                 progress(e, len(got.rows[e]), total, payload)
         elif kind == "audit":
-            got.audits[e] = payload
+            got.audits[e] = [AuditEntry.from_worker(r) for r in payload]
         elif kind == "done" and payload:
             got.resources[e] = payload
         elif kind in ("error", "lost"):
@@ -417,34 +425,11 @@ def execute(plan: CrossvalPlan, *, progress=None) -> Collected:
     return got
 
 
-def write_rows(plan: CrossvalPlan, got: Collected):
-    """results.parquet, audit.json and trajectories.npz into the out folder; returns the rows' DataFrame."""
-    df = rows_frame(got.ordered(plan.config.engines, plan.all_conditions))
-    out = plan.out
-    write_atomic(out / ROWS_FILE, lambda p: df.to_parquet(p, index=False))
-    write_atomic(out / "audit.json", lambda p: Path(p).write_text(json.dumps(got.audits, indent=1)))
-    if got.trajectories:
-        write_atomic(out / "trajectories.npz", lambda p: np.savez_compressed(p, **{
-            f"{e}/{ep}/{k}": v for e, eps in got.trajectories.items() for ep, tr in eps.items() for k, v in tr.items()}))
+def store(plan: Plan, got: Collected):
+    """The rows (engine by engine, then condition, then episode), the audits and the recorded
+    trajectories into the plan's run folder; returns the rows as a DataFrame. Rows already computed
+    are stored even if a later engine failed: those are rows with a ``failure`` message."""
+    df = plan.folder.write_rows(got.ordered(plan.config.engines, plan.all_conditions))
+    plan.folder.write_audit(got.audits)
+    plan.folder.write_trajectories(got.trajectories)
     return df
-
-
-def run_plan(plan: CrossvalPlan, *, progress=None) -> RunSummary:
-    """Execute and summarize ``plan``; writes results.parquet, audit.json and summary.json into its out folder.
-
-    Rows already computed are written even if a later engine fails; engine failures are rows with
-    a ``failure`` message.
-    """
-    from crosssim.runner.summarize import summarize
-
-    got = execute(plan, progress=progress)
-    df = write_rows(plan, got)
-    summary = summarize(plan, df, got)
-    write_summary(plan.out, summary)
-    return summary
-
-
-def run_crossval(config: CrossvalConfig, *, progress=None) -> tuple[CrossvalPlan, RunSummary]:
-    """plan -> execute -> summarize (no real logs, no report: crosssim.evaluate.crossval adds them)."""
-    plan = plan_crossval(config)
-    return plan, run_plan(plan, progress=progress)

@@ -9,7 +9,6 @@ from typing import Any
 from crosssim.actuators import servo_replaced
 from crosssim.engines.base import Engine, EngineProfile, get_engine
 from crosssim.errors import EngineFailure
-from crosssim.perturb import Perturbation
 from crosssim.profiles import check_settings
 from crosssim.variant import Variant, compile_model
 
@@ -32,7 +31,7 @@ class Simulator:
         self.engine.close(self.model)
 
 
-def open_engine(profile: EngineProfile, scene, perturbation: Perturbation | Variant | None = None, *,
+def open_engine(profile: EngineProfile, scene, perturbation: Variant | None = None, *,
                 base: Variant | None = None) -> Simulator:
     """Compile ``scene`` with ``base`` (the card's own model changes: ``Harness.model_variant``),
     the profile's variant on top of it and ``perturbation`` on top of that, and build the engine
@@ -41,8 +40,7 @@ def open_engine(profile: EngineProfile, scene, perturbation: Perturbation | Vari
     engine = get_engine(profile.engine)
     check_settings(profile, engine)
     _check_base(engine, profile, scene)
-    top = perturbation.variant() if isinstance(perturbation, Perturbation) else perturbation or Variant()
-    variant = servo_replaced((base or Variant()).then(profile.variant).then(top))
+    variant = servo_replaced((base or Variant()).then(profile.variant).then(perturbation or Variant()))
     compiled = compile_model(scene, variant.model)
     check_features(engine, compiled, profile.name)
     return Simulator(engine, engine.load(compiled, profile), profile.name, variant, compiled.timestep)

@@ -39,7 +39,7 @@ class EngineJob:
     max_steps: int | None = None
     record: bool = False
     conditions: tuple[tuple[str, dict], ...] = (("nominal", {}),)
-    """(condition name, Perturbation fields) pairs; every episode runs under each."""
+    """(condition name, Variant fields) pairs; every episode runs under each."""
     skip: frozenset = frozenset()
     """(condition, episode) pairs already known (cached): not run again."""
     batch: bool = False
@@ -50,7 +50,7 @@ class EngineJob:
     build time, Warp's messages, a crash's traceback), so the terminal shows only crosssim's
     own output; None leaves the worker's output on the parent's terminal."""
     sweeps: tuple = ()
-    """Dose-response ladders searched after the conditions: (family, ((condition, Perturbation
+    """Dose-response ladders searched after the conditions: (family, ((condition, Variant
     fields) for rungs 1..K)) pairs (crosssim.sweep)."""
     sweep_episodes: tuple[tuple[int, int], ...] = ()
     """(episode index, seed) pairs each visited rung runs; a subset of ``episodes``."""
@@ -71,13 +71,13 @@ def execute_job(job: EngineJob, emit) -> None:
     """Run ``job`` in this process, calling ``emit(kind, payload)`` as results arrive."""
     from crosssim.card import load_card
     from crosssim.errors import CrossSimError
-    from crosssim.perturb import Perturbation
     from crosssim.policies import load_policy
     from crosssim.policies.load import prestart
     from crosssim.profiles import load_profile
     from crosssim.runner.batched import can_batch, run_episodes_lockstep
     from crosssim.runner.rollout import Harness, run_episode
     from crosssim.runner.simulator import open_engine
+    from crosssim.variant import Variant
 
     def fail(exc: Exception) -> None:
         if isinstance(exc, CrossSimError):
@@ -102,7 +102,7 @@ def execute_job(job: EngineJob, emit) -> None:
 
     def run_condition(condition: str, fields: dict, todo) -> bool:
         """Run ``todo`` episodes under one condition; False when the engine failed (reported)."""
-        perturbation = Perturbation(**fields)
+        perturbation = Variant.of(**fields)
         if not todo and not perturbation.is_nominal:
             return True
         try:

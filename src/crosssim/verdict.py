@@ -1,4 +1,9 @@
-"""The crossval's last step: stored rows -> RunSummary (per-engine summaries, risk profile)."""
+"""The verdict stage, above the runner: the Plan and the stored rows -> RunSummary (per-engine
+summaries, the harness check, the transfer-risk profile).
+
+It reads what the plan decided (harness, ladders, metric, reference engine) and never rebuilds
+it: the ladders the sweeps ran are the ones the risk profile reads.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,14 @@ import sys
 
 import numpy as np
 
-from crosssim.results import EngineSummary, RunSummary
+from crosssim import __version__
+from crosssim.results import AuditEntry, EngineSummary, RunSummary
+from crosssim.runner.crossval import Collected, Plan
 from crosssim.stats import bootstrap_ci, relative_drop
 
 
-def engine_summary(d, *, seed: int, audit: list[dict], error: str | None, reference_return: float | None) -> EngineSummary:
+def engine_summary(d, *, seed: int, audit: list[AuditEntry], error: str | None,
+                   reference_return: float | None) -> EngineSummary:
     """One engine's nominal rows (a DataFrame of results.parquet's columns), summarized.
     ``reference_return`` None: this is the reference engine (its own mean is the reference)."""
     ok = d[d.failure.isna()]
@@ -27,16 +35,15 @@ def engine_summary(d, *, seed: int, audit: list[dict], error: str | None, refere
         mean_length=float(ok.length.mean()) if len(ok) else float("nan"),
         terminated_early=float(ok.terminated.mean()) if len(ok) else float("nan"),
         mean_x_velocity=float(np.nanmean(ok.x_velocity)) if len(ok) and ok.x_velocity.notna().any() else float("nan"),
-        audit_mismatches=sum(1 for r in audit if r["status"] != "ok"),
+        audit_mismatches=sum(1 for r in audit if r.status != "ok"),
         error=error,
         drop_vs_reference=relative_drop(mean if reference_return is None else reference_return, mean),
     )
 
 
-def summarize(plan, df, got) -> RunSummary:
-    """The RunSummary of a run: ``plan`` (crosssim.runner.crossval.CrossvalPlan), its rows as a
-    DataFrame, and what the engines sent back (crossval.Collected)."""
-    from crosssim import __version__
+def summarize(plan: Plan, df, got: Collected) -> RunSummary:
+    """The RunSummary of a run: its ``plan``, its rows as a DataFrame (results.parquet's columns),
+    and what the engines sent back besides rows (audits, errors, resources)."""
     from crosssim.runner.cache import path_digest
     from crosssim.tasks import describe_task
 
@@ -63,7 +70,7 @@ def summarize(plan, df, got) -> RunSummary:
         def profile(hints):
             return risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task,
                                 max_steps=config.max_steps, fraction=config.pass_fraction,
-                                control_period=plan.harness.control_dt)
+                                control_period=plan.harness.control_dt, ladders=plan.ladders)
 
         risk = profile(hints)
         if risk.harness_check.status == "mismatch":  # rank the card's suspects by running their fixes

@@ -1,7 +1,7 @@
 """The policy formats a card may name: crosssim's loaders, then installed plugins.
 
-Kept apart from the loaders so the card parser can validate ``policy.format`` without importing
-them (they import the card).
+Card vocabulary, below both the card and the loaders (crosssim.policies, which read the card):
+the card parser validates ``policy.format`` here without importing any loader.
 """
 
 from __future__ import annotations
