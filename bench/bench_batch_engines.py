@@ -36,9 +36,9 @@ def bullet_world(n: int, steps: int = 2000) -> None:
 
     import pybullet
 
-    from crosssim.engines.base import EngineProfile
+    from crosssim.engines.common import compiled_canonical
     from crosssim.engines.pybullet import EnginePyBullet
-    from crosssim.engines.base import compiled_canonical
+    from crosssim.engines.settings import EngineProfile
     from crosssim.scene import resolve_scene
     from crosssim.tasks import make_task
     from crosssim.variant import compile_model

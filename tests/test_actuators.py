@@ -368,7 +368,7 @@ def test_every_engine_steps_with_the_model(tmp_path, engine):
     harness's torques, not their own motors'."""
     pytest.importorskip(engine)
     from crosssim.card import load_card
-    from crosssim.engines.base import EngineProfile
+    from crosssim.engines.settings import EngineProfile
     from crosssim.runner.episode import Episode
     from crosssim.runner.harness import Harness
     from crosssim.runner.simulator import open_engine
@@ -436,7 +436,7 @@ def test_swept_actuator_conditions_run_and_key_by_content(tmp_path):
                               batch=batch), emit)
         return out
 
-    from crosssim.engines.base import get_engine
+    from crosssim.engines.registry import get_engine
     from crosssim.policies import load_policy
     from crosssim.runner.batched import can_batch
 

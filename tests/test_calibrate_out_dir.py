@@ -5,7 +5,7 @@ import time
 
 from conftest import ROOT
 from crosssim.cli import main
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.real.simulate import simulate_logs
 
 ARM = ROOT / "tests" / "cards" / "real" / "arm3-excite.yaml"

@@ -22,7 +22,7 @@ from conftest import PENDULUM, random_states, requires_fixtures, zoo_card  # noq
 from crosssim.actuation import Actuation  # noqa: E402
 from crosssim.checks import Tolerances, check_audit, check_engines_match  # noqa: E402
 from crosssim.engines import EngineProfile, get_engine  # noqa: E402
-from crosssim.engines.base import check_finite  # noqa: E402
+from crosssim.engines.common import check_finite  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, quat_rotate  # noqa: E402
 from crosssim.profiles import load_profile, split_settings  # noqa: E402

@@ -17,7 +17,7 @@ import yaml
 
 from conftest import CARDS, ROOT, requires_fixtures
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.perturb import Perturbation
 from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import CARDS
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
 from crosssim.real.simulate import Artefacts, simulate_logs
 from crosssim.runner.harness import Harness

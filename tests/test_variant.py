@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import CrossSimError
 from crosssim.perturb import Perturbation
 from crosssim.profiles import load_profile, split_settings

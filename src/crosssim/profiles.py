@@ -17,7 +17,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import CrossSimError
 from crosssim.variant import Variant, variant_keys
 

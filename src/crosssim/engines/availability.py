@@ -7,7 +7,7 @@ import platform
 import shutil
 import sys
 
-from crosssim.engines.base import BUILTIN_ENGINES, registered_engines
+from crosssim.engines.registry import BUILTIN_ENGINES, registered_engines
 from crosssim.extras import engine_distribution, install_hint
 
 

@@ -8,7 +8,11 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.capabilities import EngineCapabilities
+from crosssim.engines.common import compiled_canonical
+from crosssim.engines.contract import EngineBase
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame
 from crosssim.scene import CanonicalModel

@@ -30,10 +30,13 @@ wp.config.log_level = wp.LOG_WARNING
 import newton  # noqa: E402
 
 from crosssim.engines import newton_worlds as worlds  # noqa: E402
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile  # noqa: E402
+from crosssim.engines.audit import AuditRow  # noqa: E402
+from crosssim.engines.capabilities import EngineCapabilities  # noqa: E402
+from crosssim.engines.contract import EngineBase  # noqa: E402
 from crosssim.engines.newton_ball import put_balls, read_balls  # noqa: E402
 from crosssim.engines.newton_model import SETTINGS_KEYS, NewtonModel, audit_newton, build_model  # noqa: E402
 from crosssim.engines.newton_worlds import NewtonWorlds, WorldState  # noqa: E402
+from crosssim.engines.settings import EngineProfile  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
 from crosssim.variant import CompiledModel  # noqa: E402

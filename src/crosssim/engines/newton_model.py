@@ -19,9 +19,11 @@ import numpy as np
 import warp as wp
 
 import newton
-from crosssim.engines.base import AuditRow, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.common import compiled_canonical
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.newton_ball import BALL, ball_coordinates, skip_carrier, split_base
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import CrossSimError
 from crosssim.frame import quat_to_matrix
 from crosssim.scene import CanonicalModel

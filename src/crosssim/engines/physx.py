@@ -34,10 +34,14 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
     warnings.simplefilter("ignore", UserWarning)
     import sapien.physx  # noqa: F401  (imported first here, under the filter; physx_build uses it)
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.capabilities import EngineCapabilities
+from crosssim.engines.common import compiled_canonical
+from crosssim.engines.contract import EngineBase
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.physx_base import SlideBallBase, from_root, slide_ball_base, to_root
 from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, physx_joints, refuse_unsupported, to_pose
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
 from crosssim.scene import CanonicalModel

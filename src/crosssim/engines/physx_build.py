@@ -18,7 +18,7 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
     import sapien
     import sapien.physx as px
 
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import EngineFailure
 from crosssim.scene import write_mesh_obj
 

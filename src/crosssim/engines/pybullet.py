@@ -27,10 +27,14 @@ import mujoco
 import numpy as np
 import pybullet
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.capabilities import EngineCapabilities
+from crosssim.engines.common import compiled_canonical
+from crosssim.engines.contract import EngineBase
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.pybullet_ball import check_balls, free_spherical_motor, put_balls, read_balls
 from crosssim.engines.pybullet_worlds import PyBulletWorlds
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
 from crosssim.scene import CanonicalModel, write_mesh_obj

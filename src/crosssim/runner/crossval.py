@@ -164,7 +164,7 @@ def quick_config(config: CrossvalConfig) -> CrossvalConfig:
 def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
     """Fail fast, in this process, on what would fail every engine (card, robot, policy file, sizes,
     unknown engine, unwritable output folder); then the plan."""
-    from crosssim.engines.base import registered_engines
+    from crosssim.engines import registered_engines
     from crosssim.policies import load_policy
     from crosssim.policies.load import prestart
     from crosssim.policies.sandbox import set_memory_limit

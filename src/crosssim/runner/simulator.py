@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from crosssim.engines.base import Engine, EngineProfile, get_engine
+from crosssim.engines import Engine, EngineProfile, get_engine
 from crosssim.errors import EngineFailure
 from crosssim.perturb import Perturbation
 from crosssim.profiles import check_settings
