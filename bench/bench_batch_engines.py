@@ -44,7 +44,7 @@ def bullet_world(n: int, steps: int = 2000) -> None:
     from crosssim.variant import compile_model
 
     compiled = compile_model(resolve_scene(make_task("Hopper").scene))
-    c, engine, profile = compiled_canonical(compiled), EnginePyBullet(), EngineProfile("pybullet", "pybullet", {})
+    c, engine, profile = compiled_canonical(compiled), EnginePyBullet(), EngineProfile("pybullet", "pybullet")
     separate = [engine.load(compile_model(compiled.scene), profile) for _ in range(n)]
     client, mesh = pybullet.connect(pybullet.DIRECT), Path(tempfile.mkdtemp())
     shared = [engine._build(c, compile_model(compiled.scene).mj, client, profile, mesh) for _ in range(n)]

@@ -380,7 +380,7 @@ def test_every_engine_steps_with_the_model(tmp_path, engine):
     final = {}
     for name, net in nets.items():
         top = Variant(harness=HarnessVariant(actuator=None if net is None else str(net)))
-        sim = open_engine(EngineProfile(name=engine, engine=engine, settings={}), h.scene, top)
+        sim = open_engine(EngineProfile(name=engine, engine=engine), h.scene, top)
         try:
             ep = Episode(ControlStepper(sim, h))
             ep.start(0)

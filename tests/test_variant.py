@@ -92,4 +92,4 @@ def test_calibrated_profile_composes_with_perturbation():
     profile = split_settings(EngineProfile("cal", "mujoco"), {"friction_scale": 0.8, "motor_strength": 0.9})
     v = profile.variant.then(Perturbation(friction_scale=0.7, motor_strength=0.5, action_latency=1).variant())
     assert v.model.friction_scale == pytest.approx(0.56) and v.harness.motor_strength == pytest.approx(0.45)
-    assert v.harness.action_latency == 1 and profile.settings == {}
+    assert v.harness.action_latency == 1 and profile.settings.given() == {}

@@ -9,6 +9,7 @@ from crosssim.engines.audit import AuditRow
 from crosssim.engines.capabilities import EngineCapabilities
 from crosssim.engines.contract import Engine, EngineBase
 from crosssim.engines.registry import get_engine, registered_engines
-from crosssim.engines.settings import EngineProfile
+from crosssim.engines.settings import EngineProfile, EngineSettings
 
-__all__ = ["AuditRow", "Engine", "EngineBase", "EngineCapabilities", "EngineProfile", "get_engine", "registered_engines"]
+__all__ = ["AuditRow", "Engine", "EngineBase", "EngineCapabilities", "EngineProfile", "EngineSettings", "get_engine",
+           "registered_engines"]

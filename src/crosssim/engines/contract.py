@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from crosssim.engines.capabilities import EngineCapabilities
+from crosssim.engines.settings import EngineSettings
 
 if TYPE_CHECKING:
     from crosssim.engines.audit import AuditRow
@@ -42,13 +43,14 @@ class Engine(Protocol):
     """Registered name, used in messages (``mujoco``, ``pybullet``...)."""
     capabilities: EngineCapabilities
     """Optional features this engine has; ``EngineBase`` gives the all-False default."""
-    settings_keys: frozenset[str]
-    """Profile settings this engine reads; a profile naming any other is refused."""
+    settings_model: type[EngineSettings]
+    """The pydantic model of the profile settings this engine reads (crosssim.engines.settings);
+    a profile holding any other key is refused when it is read."""
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> Any:
         """Build the engine's model from ``compiled`` (the scene with the variant applied; read
-        ``compiled.scene`` for an engine's own importer) and ``profile.settings``, reconcile it
-        to the compiled model, return the model handle."""
+        ``compiled.scene`` for an engine's own importer) and ``profile.settings`` (an instance of
+        ``settings_model``), reconcile it to the compiled model, return the model handle."""
 
     def reset(self, model: Any, initial: InitialState) -> Any:
         """Return a new state at ``initial`` (qpos [m, rad], qvel [m/s, rad/s], MuJoCo layout),
@@ -77,10 +79,10 @@ class EngineBase:
     """Optional base class for adapters: declares no optional capability and reads no settings.
 
     An adapter that has a capability sets its flag in ``capabilities`` and defines the methods of
-    that capability's Protocol (crosssim.engines.capabilities); one that reads settings lists
-    them in ``settings_keys``. Plugins need not subclass this, only declare ``capabilities``.
+    that capability's Protocol (crosssim.engines.capabilities); one that reads settings sets
+    ``settings_model``. Plugins need not subclass this, only declare both themselves.
     """
 
     name: str = ""
     capabilities: EngineCapabilities = EngineCapabilities()
-    settings_keys: frozenset[str] = frozenset()
+    settings_model: type[EngineSettings] = EngineSettings

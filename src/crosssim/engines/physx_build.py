@@ -18,7 +18,7 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
     import sapien
     import sapien.physx as px
 
-from crosssim.engines.settings import EngineProfile
+from crosssim.engines.settings import EngineProfile, PhysXSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.scene import write_mesh_obj
 
@@ -79,11 +79,11 @@ def refuse_unsupported(m, scene: Path) -> None:
 def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, np.ndarray, float, np.ndarray]:
     """A new PhysX world holding the model's articulation: (world, PhysX qpos index of each
     canonical joint, floor friction, body material friction)."""
-    s = profile.settings
+    s = settings_of(profile, PhysXSettings)
     # Scene settings are global in SAPIEN and read when a system is created.
     px.set_scene_config(gravity=np.asarray(m.opt.gravity, dtype=np.float32),
-                        enable_tgs=str(s.get("solver", "tgs")).lower() == "tgs", enable_enhanced_determinism=True)
-    px.set_shape_config(contact_offset=float(s.get("contact_offset", 0.01)), rest_offset=float(s.get("rest_offset", 0.0)))
+                        enable_tgs=s.solver == "tgs", enable_enhanced_determinism=True)
+    px.set_shape_config(contact_offset=s.contact_offset, rest_offset=s.rest_offset)
     system = px.PhysxCpuSystem()
     scene = sapien.Scene([system])
     system.timestep = float(m.opt.timestep)
@@ -182,8 +182,8 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
     for entity in entities:
         scene.add_entity(entity)
     art = entities[0].find_component_by_type(px.PhysxArticulationLinkComponent).articulation
-    art.set_solver_position_iterations(int(s.get("position_iterations", 4)))
-    art.set_solver_velocity_iterations(int(s.get("velocity_iterations", 1)))
+    art.set_solver_position_iterations(s.position_iterations)
+    art.set_solver_velocity_iterations(s.velocity_iterations)
     art.set_sleep_threshold(0.0)
 
     canonical_joints = physx_joints(m)

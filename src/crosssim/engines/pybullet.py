@@ -34,7 +34,7 @@ from crosssim.engines.contract import EngineBase
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.pybullet_ball import check_balls, free_spherical_motor, put_balls, read_balls
 from crosssim.engines.pybullet_worlds import PyBulletWorlds
-from crosssim.engines.settings import EngineProfile
+from crosssim.engines.settings import EngineProfile, PyBulletSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
 from crosssim.scene import CanonicalModel, write_mesh_obj
@@ -123,7 +123,7 @@ class EnginePyBullet(EngineBase):
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, push=True, ball_joints=True,
                                       worlds=True)
 
-    settings_keys = frozenset({"substeps", "substep_dt", "solver_iterations", "armature"})
+    settings_model = PyBulletSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PyBulletModel:
         c = compiled_canonical(compiled)
@@ -142,21 +142,19 @@ class EnginePyBullet(EngineBase):
             shutil.rmtree(mesh_dir, ignore_errors=True)
 
     def _build(self, c: CanonicalModel, m, client: int, profile: EngineProfile, mesh_dir: Path) -> PyBulletModel:
-        s = profile.settings
+        s = settings_of(profile, PyBulletSettings)
         pb = dict(physicsClientId=client)
         pybullet.setGravity(*c.gravity, **pb)
         # Each physics step is split into Bullet steps no longer than substep_dt (0 or None: not
         # split). Semi-implicit Euler with explicit damping and the armature emulation's one-step
         # lag is too coarse at gymnasium's 10 ms (HalfCheetah, Ant); see docs/engines.md.
-        substep_dt = s.get("substep_dt", 0.002)
-        if substep_dt is not None and (not isinstance(substep_dt, (int, float)) or substep_dt < 0):
-            raise EngineFailure(f"pybullet profile: substep_dt must be a step in seconds (or 0), not {substep_dt!r}")
+        substep_dt = s.substep_dt
         timestep = float(m.opt.timestep)
         bullet_steps = max(1, int(np.ceil(timestep / substep_dt - 1e-9))) if substep_dt else 1
         pybullet.setPhysicsEngineParameter(
             fixedTimeStep=timestep / bullet_steps,
-            numSubSteps=int(s.get("substeps", 0)),
-            numSolverIterations=int(s.get("solver_iterations", 50)),
+            numSubSteps=s.substeps,
+            numSolverIterations=s.solver_iterations,
             deterministicOverlappingPairs=1,
             **pb,
         )
@@ -176,11 +174,9 @@ class EnginePyBullet(EngineBase):
         if world_geoms:
             floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms))
 
-        armature = str(s.get("armature", "auto"))
+        armature = s.armature
         if armature == "auto":
             armature = "inertia" if c.free_base or c.ball_joints else "emulate"
-        if armature not in ("emulate", "inertia", "ignore"):
-            raise EngineFailure(f"pybullet profile: armature must be auto, emulate, inertia or ignore, not {armature!r}")
         check_balls(m, c, armature)
         # Principal inertia and its frame per body; with armature as inertia, each hinge's rotor
         # inertia joins the body's tensor about the joint axis (re-diagonalised below).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from crosssim.engines.capabilities import EngineCapabilities, missing_methods
 from crosssim.engines.contract import CORE_METHODS, Engine
+from crosssim.engines.settings import BUILTIN_SETTINGS, EngineSettings
 from crosssim.errors import CrossSimError, EngineUnavailable
 from crosssim.registry import Registry
 
@@ -53,7 +54,7 @@ def get_engine(name: str) -> Engine:
 def check_engine_class(name: str, cls) -> None:
     """Refuse, in one line, an engine class that breaks the contract where its declaration says:
     a core method missing, no ``capabilities``, a set capability flag without its methods
-    (crosssim.engines.capabilities). The runner reads the declaration
+    (crosssim.engines.capabilities), or no ``settings_model``. The runner reads the declaration
     without probing it, so a broken promise must fail here, not inside an episode."""
     where = f"engine {name!r} ({registered_engines().get(name, getattr(cls, '__qualname__', cls))})"
     if not isinstance(cls, type):
@@ -69,3 +70,15 @@ def check_engine_class(name: str, cls) -> None:
     if missing:
         raise CrossSimError(f"{where} declares capabilities it does not implement ({'; '.join(missing)}): define "
                             "them (crosssim.engines.capabilities) or leave those flags False")
+    model = getattr(cls, "settings_model", None)
+    if not (isinstance(model, type) and issubclass(model, EngineSettings)):
+        raise CrossSimError(f"{where} declares no settings_model: set it to a subclass of "
+                            "crosssim.engines.EngineSettings (EngineSettings itself: no settings)")
+
+
+def settings_model(name: str) -> type[EngineSettings]:
+    """The settings model of engine ``name``; a built-in's without importing its library, a
+    plugin's from its class (which imports the plugin)."""
+    if name in BUILTIN_SETTINGS and registered_engines().get(name) == BUILTIN_ENGINES.get(name):
+        return BUILTIN_SETTINGS[name]
+    return engine_class(name).settings_model

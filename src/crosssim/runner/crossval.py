@@ -216,14 +216,14 @@ def plan_crossval(config: CrossvalConfig) -> CrossvalPlan:
 def _cache(card: Card, harness: Harness, config: CrossvalConfig):
     if not config.cache:
         return None
-    from crosssim.profiles import load_profile
+    from crosssim.profiles import flat_settings, load_profile
     from crosssim.runner.cache import ResultCache, default_root
 
     profiles = {}
     for e in config.engines:
         try:
             p = load_profile(e)
-            profiles[e] = {"engine": p.engine, "settings": {**p.settings, **p.variant.settings()}}
+            profiles[e] = {"engine": p.engine, "settings": flat_settings(p)}
         except CrossSimError:
             profiles[e] = None
     return ResultCache(config.cache_dir or default_root(), card=card, scene=harness.scene, max_steps=config.max_steps,
