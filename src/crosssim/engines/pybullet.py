@@ -142,164 +142,40 @@ class EnginePyBullet(EngineBase):
             shutil.rmtree(mesh_dir, ignore_errors=True)
 
     def _build(self, c: CanonicalModel, m, client: int, profile: EngineProfile, mesh_dir: Path) -> PyBulletModel:
+        """The multibody of ``m`` in server ``client``, step by step: server settings, world bodies,
+        the robot's links and joints, their dynamics, then its joints' motors and limits. The order
+        of the server calls is the order of Bullet's object ids: keep it."""
         s = settings_of(profile, PyBulletSettings)
-        pb = dict(physicsClientId=client)
-        pybullet.setGravity(*c.gravity, **pb)
-        # Each physics step is split into Bullet steps no longer than substep_dt (0 or None: not
-        # split). Semi-implicit Euler with explicit damping and the armature emulation's one-step
-        # lag is too coarse at gymnasium's 10 ms (HalfCheetah, Ant); see docs/engines.md.
-        substep_dt = s.substep_dt
-        timestep = float(m.opt.timestep)
-        bullet_steps = max(1, int(np.ceil(timestep / substep_dt - 1e-9))) if substep_dt else 1
-        pybullet.setPhysicsEngineParameter(
-            fixedTimeStep=timestep / bullet_steps,
-            numSubSteps=s.substeps,
-            numSolverIterations=s.solver_iterations,
-            deterministicOverlappingPairs=1,
-            **pb,
-        )
-        floor_friction = 1.0
-        # World geoms (floor, terrain, rails) become static bodies, one per contype/conaffinity
-        # pair so that _filter_world_pairs can follow MuJoCo's bits; friction 1 there, see
-        # _link_friction.
-        world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
-        worlds: list[tuple[int, list[int]]] = []
-        for bits in sorted({(int(m.geom_contype[g]), int(m.geom_conaffinity[g])) for g in world_geoms}):
-            geoms = [g for g in world_geoms if (int(m.geom_contype[g]), int(m.geom_conaffinity[g])) == bits]
-            body = pybullet.createMultiBody(0, _shape_array(m, geoms, mesh_dir, client), -1, [0, 0, 0], [0, 0, 0, 1],
-                                            **pb)
-            pybullet.changeDynamics(body, -1, lateralFriction=1.0, **pb)
-            worlds.append((body, geoms))
-        floor = worlds[0][0] if worlds else None
-        if world_geoms:
-            floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms))
-
+        bullet_steps = _configure_server(c, m, s, client)
+        worlds, floor, floor_friction = _add_world_bodies(m, mesh_dir, client)
         armature = s.armature
         if armature == "auto":
             armature = "inertia" if c.free_base or c.ball_joints else "emulate"
         check_balls(m, c, armature)
         # Principal inertia and its frame per body; with armature as inertia, each hinge's rotor
-        # inertia joins the body's tensor about the joint axis (re-diagonalised below).
+        # inertia joins the body's tensor about the joint axis (re-diagonalised).
         inertia = {b: _body_inertia(m, b, armature == "inertia") for b in range(1, m.nbody)}
-        links: dict = {k: [] for k in ("mass", "shape", "pos", "orn", "ipos", "iorn", "parent", "type", "axis")}
-        body_link = np.full(m.nbody, -2, dtype=int)
-        # Per body: link index that carries it, and the offset of the body frame in that link's frame.
-        body_anchor = {0: (-1, np.zeros(3))}
-        joint_link = {}
-        free_root = c.free_base
-        roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
-        if free_root and len(roots) > 1:  # they would hang from the floating base, the one multibody here
-            raise EngineFailure(f"pybullet: {c.path.name} has {len(roots)} bodies under the world and a free joint; "
-                                "the pybullet engine builds one multibody, so none may float beside another")
-        if free_root:
-            root = 1
-            shape = _shape_array(m, _body_geoms(m, root), mesh_dir, client)
-            base = dict(mass=float(m.body_mass[root]), shape=shape, pos=m.body_pos[root], orn=m.body_quat[root],
-                        ipos=m.body_ipos[root], iquat=inertia[root][1])
-            body_link[root] = -1
-            body_anchor[root] = (-1, np.zeros(3))
-        for b in range(1, m.nbody):
-            if free_root and b == 1:
-                continue
-            parent_link, parent_off = body_anchor[int(m.body_parentid[b])]
-            # The body frame expressed in the parent link's frame (body frames are only translated
-            # relative to their link, so rotations compose directly).
-            pos = parent_off + m.body_pos[b]
-            orn = m.body_quat[b]
-            jnts = list(range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
-            anchors = [m.jnt_pos[j] for j in jnts]
-            prev_anchor = np.zeros(3)
-            for k, j in enumerate(jnts):
-                last = k == len(jnts) - 1
-                _add_link(links,
-                          mass=float(m.body_mass[b]) if last else 0.0,
-                          shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client, offset=-anchors[k]) if last else -1,
-                          pos=(pos + quat_rotate(orn, anchors[k])) if k == 0 else anchors[k] - prev_anchor,
-                          orn=orn if k == 0 else [1, 0, 0, 0],
-                          ipos=m.body_ipos[b] - anchors[k] if last else np.zeros(3),
-                          iquat=inertia[b][1] if last else [1, 0, 0, 0],
-                          parent=parent_link if k == 0 else len(links["mass"]) - 1,
-                          jtype={int(mujoco.mjtJoint.mjJNT_HINGE): pybullet.JOINT_REVOLUTE,
-                                 int(mujoco.mjtJoint.mjJNT_SLIDE): pybullet.JOINT_PRISMATIC,
-                                 int(mujoco.mjtJoint.mjJNT_BALL): pybullet.JOINT_SPHERICAL}[int(m.jnt_type[j])],
-                          axis=m.jnt_axis[j])
-                joint_link[j] = len(links["mass"]) - 1
-                prev_anchor = anchors[k]
-            if not jnts:  # welded body
-                _add_link(links, mass=float(m.body_mass[b]), shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client),
-                          pos=pos, orn=orn, ipos=m.body_ipos[b], iquat=inertia[b][1], parent=parent_link,
-                          jtype=pybullet.JOINT_FIXED, axis=[0, 0, 1])
-                prev_anchor = np.zeros(3)
-            body_link[b] = len(links["mass"]) - 1
-            body_anchor[b] = (body_link[b], -prev_anchor)
-
-        if free_root:
-            robot = pybullet.createMultiBody(
-                baseMass=base["mass"], baseCollisionShapeIndex=base["shape"],
-                basePosition=list(base["pos"]), baseOrientation=_xyzw(base["orn"]),
-                baseInertialFramePosition=list(base["ipos"]), baseInertialFrameOrientation=_xyzw(base["iquat"]),
-                **_link_kwargs(links), useMaximalCoordinates=False, **pb)
-        else:
-            robot = pybullet.createMultiBody(
-                baseMass=0.0, baseCollisionShapeIndex=-1, basePosition=[0, 0, 0], baseOrientation=[0, 0, 0, 1],
-                **_link_kwargs(links), useMaximalCoordinates=False, **pb)
-
-        # Inertias: createMultiBody derives them from the shapes; set the canonical ones.
-        for b in range(1, m.nbody):
-            link = int(body_link[b])
-            pybullet.changeDynamics(robot, link, localInertiaDiagonal=list(inertia[b][0]), **pb)
-        _filter_world_pairs(m, worlds, robot, body_link, client)
-        for b in range(1, m.nbody):
-            friction = _link_friction(m, b, floor_friction)
-            if friction is not None:
-                pybullet.changeDynamics(robot, int(body_link[b]), lateralFriction=friction, **pb)
-        # Dummy links that only carry joints must not collide or weigh anything.
-        pybullet.changeDynamics(robot, -1, linearDamping=0.0, **pb)
-        pybullet.changeDynamics(robot, -1, angularDamping=0.0, **pb)
-        for j in range(pybullet.getNumJoints(robot, **pb)):
-            pybullet.changeDynamics(robot, j, linearDamping=0.0, **pb)
-            pybullet.changeDynamics(robot, j, angularDamping=0.0, **pb)
-            pybullet.changeDynamics(robot, j, jointDamping=0.0, **pb)
-        jidx = [int(m.jnt_qposadr[j]) for j in range(m.njnt)]
-        canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (
-            int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL))]
-        balls = tuple((int(joint_link[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)
-                      if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_BALL))
-        for link, _, _ in balls:
-            free_spherical_motor(robot, link, client)
-        jl = np.array([joint_link[j] for j in canonical_joints], dtype=int)
-        # Native velocity motors hold every joint still unless switched off; where the model has
-        # dry joint friction, a zero-velocity motor whose force is capped at it *is* dry friction,
-        # solved implicitly by Bullet's constraint solver (crosssim's torques act on top).
-        # Damping, armature and dry friction from ``m``: a variant may scale them (crosssim.variant).
-        dofs = c.joint_dofadr
-        friction = m.dof_frictionloss[dofs].copy()  # always emulated (docs/engines.md): no setting turns it off
-        pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,
-                                           targetVelocities=[0.0] * len(jl), forces=list(map(float, friction)), **pb)
-        # MuJoCo's joint limits become PyBullet's (hard limits; MuJoCo's are soft constraints).
-        limits = np.full((len(jl), 2), np.nan)
-        for k, j in enumerate(canonical_joints):
-            if m.jnt_limited[j]:
-                limits[k] = m.jnt_range[j] - m.qpos0[jidx[j]]
-                pybullet.changeDynamics(robot, int(jl[k]), jointLowerLimit=float(limits[k, 0]),
-                                        jointUpperLimit=float(limits[k, 1]), **pb)
+        tree = _link_tree(c, m, inertia, mesh_dir, client)
+        robot = _create_robot(tree, client)
+        _set_link_dynamics(m, robot, tree.body_link, inertia, worlds, floor_friction, client)
+        joints = _set_joints(c, m, robot, tree.joint_link, client)
         model = PyBulletModel(
-            canonical=c, client=client, robot=robot, profile=profile, joint_link=jl,
-            joint_offset=np.array([m.qpos0[jidx[j]] for j in canonical_joints]),
-            body_link=body_link[1:].copy(),
+            canonical=c, client=client, robot=robot, profile=profile, joint_link=joints.links,
+            joint_offset=joints.offset,
+            body_link=tree.body_link[1:].copy(),
             base_ipos=m.body_ipos[1].copy(), base_iquat=np.asarray(inertia[1][1], dtype=float).copy(),
-            root_offset=np.asarray(body_anchor[1][1], dtype=float).copy(),
-            damping=m.dof_damping[dofs].copy(),
-            joint_armature=m.dof_armature[dofs].copy(),
+            root_offset=np.asarray(tree.body_anchor[1][1], dtype=float).copy(),
+            damping=m.dof_damping[c.joint_dofadr].copy(),
+            joint_armature=m.dof_armature[c.joint_dofadr].copy(),
             link_mass=np.array([m.body_mass[b] for b in range(1, m.nbody)]),
             armature=armature,
-            frictionloss=np.asarray(friction, dtype=float),
+            frictionloss=joints.frictionloss,
             floor=floor,
-            limits=limits,
-            balls=balls,
+            limits=joints.limits,
+            balls=joints.balls,
         )
-        model.snapshot = pybullet.saveState(**pb)
-        model.dt = float(pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"])
+        model.snapshot = pybullet.saveState(physicsClientId=client)
+        model.dt = float(pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"])
         model.bullet_steps = bullet_steps
         return model
 
@@ -600,6 +476,188 @@ class EnginePyBullet(EngineBase):
             pybullet.disconnect(model.client)
         except pybullet.error:
             pass
+
+
+# -- building the multibody (EnginePyBullet._build, in its order) -------------------------------
+
+def _configure_server(c: CanonicalModel, m, s: PyBulletSettings, client: int) -> int:
+    """Gravity and Bullet's step; returns the Bullet steps per physics step."""
+    pb = dict(physicsClientId=client)
+    pybullet.setGravity(*c.gravity, **pb)
+    # Each physics step is split into Bullet steps no longer than substep_dt (0 or None: not
+    # split). Semi-implicit Euler with explicit damping and the armature emulation's one-step
+    # lag is too coarse at gymnasium's 10 ms (HalfCheetah, Ant); see docs/engines.md.
+    timestep = float(m.opt.timestep)
+    bullet_steps = max(1, int(np.ceil(timestep / s.substep_dt - 1e-9))) if s.substep_dt else 1
+    pybullet.setPhysicsEngineParameter(
+        fixedTimeStep=timestep / bullet_steps,
+        numSubSteps=s.substeps,
+        numSolverIterations=s.solver_iterations,
+        deterministicOverlappingPairs=1,
+        **pb,
+    )
+    return bullet_steps
+
+
+def _add_world_bodies(m, mesh_dir: Path, client: int) -> tuple[list[tuple[int, list[int]]], int | None, float]:
+    """World geoms (floor, terrain, rails) as static bodies, one per contype/conaffinity pair so
+    that _filter_world_pairs can follow MuJoCo's bits; friction 1 there, see _link_friction.
+    Returns ([(body, its geoms)], the floor body or None, the floor's MuJoCo friction)."""
+    world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
+    worlds: list[tuple[int, list[int]]] = []
+    for bits in sorted({(int(m.geom_contype[g]), int(m.geom_conaffinity[g])) for g in world_geoms}):
+        geoms = [g for g in world_geoms if (int(m.geom_contype[g]), int(m.geom_conaffinity[g])) == bits]
+        body = pybullet.createMultiBody(0, _shape_array(m, geoms, mesh_dir, client), -1, [0, 0, 0], [0, 0, 0, 1],
+                                        physicsClientId=client)
+        pybullet.changeDynamics(body, -1, lateralFriction=1.0, physicsClientId=client)
+        worlds.append((body, geoms))
+    floor = worlds[0][0] if worlds else None
+    floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms)) if world_geoms else 1.0
+    return worlds, floor, floor_friction
+
+
+@dataclass
+class _LinkTree:
+    """The robot's links as createMultiBody takes them, and where each body and joint went."""
+
+    links: dict
+    """createMultiBody's per-link lists (``_add_link``)."""
+    body_link: np.ndarray
+    """Link index carrying each MuJoCo body (-1: the floating base)."""
+    body_anchor: dict
+    """Body -> (its link, the body frame's offset in that link's frame)."""
+    joint_link: dict
+    """MuJoCo joint -> the link it moves."""
+    base: dict | None
+    """The floating base's mass, shape and frames; None for a fixed-base robot."""
+
+
+_JOINT_TYPES = {int(mujoco.mjtJoint.mjJNT_HINGE): pybullet.JOINT_REVOLUTE,
+                int(mujoco.mjtJoint.mjJNT_SLIDE): pybullet.JOINT_PRISMATIC,
+                int(mujoco.mjtJoint.mjJNT_BALL): pybullet.JOINT_SPHERICAL}
+
+
+def _link_tree(c: CanonicalModel, m, inertia: dict, mesh_dir: Path, client: int) -> _LinkTree:
+    """One link per MuJoCo joint (a body with several joints becomes a chain of massless links, the
+    last carrying the body), one fixed link per welded body, and the floating base."""
+    links: dict = {k: [] for k in ("mass", "shape", "pos", "orn", "ipos", "iorn", "parent", "type", "axis")}
+    body_link = np.full(m.nbody, -2, dtype=int)
+    body_anchor = {0: (-1, np.zeros(3))}
+    joint_link: dict = {}
+    roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
+    if c.free_base and len(roots) > 1:  # they would hang from the floating base, the one multibody here
+        raise EngineFailure(f"pybullet: {c.path.name} has {len(roots)} bodies under the world and a free joint; "
+                            "the pybullet engine builds one multibody, so none may float beside another")
+    base = None
+    if c.free_base:
+        shape = _shape_array(m, _body_geoms(m, 1), mesh_dir, client)
+        base = dict(mass=float(m.body_mass[1]), shape=shape, pos=m.body_pos[1], orn=m.body_quat[1],
+                    ipos=m.body_ipos[1], iquat=inertia[1][1])
+        body_link[1] = -1
+        body_anchor[1] = (-1, np.zeros(3))
+    for b in range(2 if c.free_base else 1, m.nbody):
+        parent_link, parent_off = body_anchor[int(m.body_parentid[b])]
+        # The body frame expressed in the parent link's frame (body frames are only translated
+        # relative to their link, so rotations compose directly).
+        pos, orn = parent_off + m.body_pos[b], m.body_quat[b]
+        jnts = list(range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
+        prev_anchor = np.zeros(3)
+        for k, j in enumerate(jnts):
+            last, anchor = k == len(jnts) - 1, m.jnt_pos[j]
+            _add_link(links,
+                      mass=float(m.body_mass[b]) if last else 0.0,
+                      shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client, offset=-anchor) if last else -1,
+                      pos=(pos + quat_rotate(orn, anchor)) if k == 0 else anchor - prev_anchor,
+                      orn=orn if k == 0 else [1, 0, 0, 0],
+                      ipos=m.body_ipos[b] - anchor if last else np.zeros(3),
+                      iquat=inertia[b][1] if last else [1, 0, 0, 0],
+                      parent=parent_link if k == 0 else len(links["mass"]) - 1,
+                      jtype=_JOINT_TYPES[int(m.jnt_type[j])], axis=m.jnt_axis[j])
+            joint_link[j] = len(links["mass"]) - 1
+            prev_anchor = anchor
+        if not jnts:  # welded body
+            _add_link(links, mass=float(m.body_mass[b]), shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client),
+                      pos=pos, orn=orn, ipos=m.body_ipos[b], iquat=inertia[b][1], parent=parent_link,
+                      jtype=pybullet.JOINT_FIXED, axis=[0, 0, 1])
+        body_link[b] = len(links["mass"]) - 1
+        body_anchor[b] = (body_link[b], -prev_anchor)
+    return _LinkTree(links, body_link, body_anchor, joint_link, base)
+
+
+def _create_robot(tree: _LinkTree, client: int) -> int:
+    """The multibody: on the floating base, or on a massless fixed base at the world origin."""
+    pb = dict(physicsClientId=client)
+    if tree.base is not None:
+        base = tree.base
+        return pybullet.createMultiBody(
+            baseMass=base["mass"], baseCollisionShapeIndex=base["shape"],
+            basePosition=list(base["pos"]), baseOrientation=_xyzw(base["orn"]),
+            baseInertialFramePosition=list(base["ipos"]), baseInertialFrameOrientation=_xyzw(base["iquat"]),
+            **_link_kwargs(tree.links), useMaximalCoordinates=False, **pb)
+    return pybullet.createMultiBody(
+        baseMass=0.0, baseCollisionShapeIndex=-1, basePosition=[0, 0, 0], baseOrientation=[0, 0, 0, 1],
+        **_link_kwargs(tree.links), useMaximalCoordinates=False, **pb)
+
+
+def _set_link_dynamics(m, robot: int, body_link: np.ndarray, inertia: dict, worlds, floor_friction: float,
+                       client: int) -> None:
+    """Canonical inertias, MuJoCo's collision filter and friction, and no Bullet damping."""
+    pb = dict(physicsClientId=client)
+    # createMultiBody derives inertias from the shapes; set the canonical ones.
+    for b in range(1, m.nbody):
+        pybullet.changeDynamics(robot, int(body_link[b]), localInertiaDiagonal=list(inertia[b][0]), **pb)
+    _filter_world_pairs(m, worlds, robot, body_link, client)
+    for b in range(1, m.nbody):
+        friction = _link_friction(m, b, floor_friction)
+        if friction is not None:
+            pybullet.changeDynamics(robot, int(body_link[b]), lateralFriction=friction, **pb)
+    # Damping is crosssim's (explicit torques); one parameter per call (docs/engines.md).
+    pybullet.changeDynamics(robot, -1, linearDamping=0.0, **pb)
+    pybullet.changeDynamics(robot, -1, angularDamping=0.0, **pb)
+    for j in range(pybullet.getNumJoints(robot, **pb)):
+        pybullet.changeDynamics(robot, j, linearDamping=0.0, **pb)
+        pybullet.changeDynamics(robot, j, angularDamping=0.0, **pb)
+        pybullet.changeDynamics(robot, j, jointDamping=0.0, **pb)
+
+
+@dataclass
+class _Joints:
+    links: np.ndarray
+    """PyBullet joint index of each canonical joint."""
+    offset: np.ndarray
+    """MuJoCo qpos minus PyBullet joint position (MuJoCo's joint ``ref``)."""
+    frictionloss: np.ndarray
+    limits: np.ndarray
+    balls: tuple
+
+
+def _set_joints(c: CanonicalModel, m, robot: int, joint_link: dict, client: int) -> _Joints:
+    """Motors off (dry friction as capped zero-velocity motors), ball joints free, MuJoCo's limits."""
+    pb = dict(physicsClientId=client)
+    jidx = [int(m.jnt_qposadr[j]) for j in range(m.njnt)]
+    canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (
+        int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL))]
+    balls = tuple((int(joint_link[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)
+                  if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_BALL))
+    for link, _, _ in balls:
+        free_spherical_motor(robot, link, client)
+    jl = np.array([joint_link[j] for j in canonical_joints], dtype=int)
+    # Native velocity motors hold every joint still unless switched off; where the model has
+    # dry joint friction, a zero-velocity motor whose force is capped at it *is* dry friction,
+    # solved implicitly by Bullet's constraint solver (crosssim's torques act on top).
+    # Damping, armature and dry friction from ``m``: a variant may scale them (crosssim.variant).
+    friction = m.dof_frictionloss[c.joint_dofadr].copy()  # always emulated (docs/engines.md): no setting turns it off
+    pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,
+                                       targetVelocities=[0.0] * len(jl), forces=list(map(float, friction)), **pb)
+    # MuJoCo's joint limits become PyBullet's (hard limits; MuJoCo's are soft constraints).
+    limits = np.full((len(jl), 2), np.nan)
+    for k, j in enumerate(canonical_joints):
+        if m.jnt_limited[j]:
+            limits[k] = m.jnt_range[j] - m.qpos0[jidx[j]]
+            pybullet.changeDynamics(robot, int(jl[k]), jointLowerLimit=float(limits[k, 0]),
+                                    jointUpperLimit=float(limits[k, 1]), **pb)
+    return _Joints(jl, np.array([m.qpos0[jidx[j]] for j in canonical_joints]), np.asarray(friction, dtype=float),
+                   limits, balls)
 
 
 def _member(model, state):
