@@ -105,3 +105,13 @@ def test_the_checks_can_fail(tmp_path):
     assert ["crosssim.a", "crosssim.b"] in cycles
     assert ["crosssim.report.build", "crosssim.runner.run"] in cycles
     assert "crosssim.report.build" in graph["crosssim.runner.run"]
+
+
+def test_engines_stay_below_the_profile_reader_and_the_runner():
+    """Engines own their contract, settings and profile types; reading profile files (profiles.py),
+    options and the runner sit above them (a profiles <-> engines loop once hid here)."""
+    graph = import_graph()
+    above = ("crosssim.profiles", "crosssim.options", "crosssim.cli", "crosssim.runner")
+    bad = {(m, t) for m, ts in graph.items() if m.startswith("crosssim.engines")
+           for t in ts if any(t == a or t.startswith(a + ".") for a in above)}
+    assert bad == set()
