@@ -36,15 +36,15 @@ def bullet_world(n: int, steps: int = 2000) -> None:
 
     import pybullet
 
-    from crosssim.engines.base import EngineProfile
+    from crosssim.engines.common import compiled_canonical
     from crosssim.engines.pybullet import EnginePyBullet
-    from crosssim.engines.base import compiled_canonical
+    from crosssim.engines.settings import EngineProfile
     from crosssim.scene import resolve_scene
     from crosssim.tasks import make_task
     from crosssim.variant import compile_model
 
     compiled = compile_model(resolve_scene(make_task("Hopper").scene))
-    c, engine, profile = compiled_canonical(compiled), EnginePyBullet(), EngineProfile("pybullet", "pybullet", {})
+    c, engine, profile = compiled_canonical(compiled), EnginePyBullet(), EngineProfile("pybullet", "pybullet")
     separate = [engine.load(compile_model(compiled.scene), profile) for _ in range(n)]
     client, mesh = pybullet.connect(pybullet.DIRECT), Path(tempfile.mkdtemp())
     shared = [engine._build(c, compile_model(compiled.scene).mj, client, profile, mesh) for _ in range(n)]

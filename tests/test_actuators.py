@@ -376,7 +376,7 @@ def test_every_engine_steps_with_the_model(tmp_path, engine):
     harness's torques, not their own motors'."""
     pytest.importorskip(engine)
     from crosssim.card import load_card
-    from crosssim.engines.base import EngineProfile
+    from crosssim.engines.settings import EngineProfile
     from crosssim.runner.episode import Episode
     from crosssim.runner.harness import Harness
     from crosssim.runner.simulator import open_engine
@@ -389,7 +389,7 @@ def test_every_engine_steps_with_the_model(tmp_path, engine):
     for name, net in nets.items():
         # servo_terms keep: these nets are the card's PD law alone, Ant's joint damping is no servo's
         top = Variant(harness=HarnessVariant(actuator=None if net is None else str(net), servo_terms="keep"))
-        sim = open_engine(EngineProfile(name=engine, engine=engine, settings={}), h.scene, top)
+        sim = open_engine(EngineProfile(name=engine, engine=engine), h.scene, top)
         try:
             ep = Episode(ControlStepper(sim, h))
             ep.start(0)
@@ -445,7 +445,7 @@ def test_swept_actuator_conditions_run_and_key_by_content(tmp_path):
                               batch=batch), emit)
         return out
 
-    from crosssim.engines.base import get_engine
+    from crosssim.engines.registry import get_engine
     from crosssim.policies import load_policy
     from crosssim.runner.batched import can_batch
 

@@ -13,7 +13,7 @@ import yaml
 
 from conftest import CARDS, ROOT
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
 from crosssim.real.simulate import simulate_logs
 

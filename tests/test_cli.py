@@ -34,7 +34,7 @@ def test_install_hints_name_extras_pyproject_declares():
     assert install_hint("not-a-crosssim-dependency") == "pip install not-a-crosssim-dependency"
     # What each built-in engine needs comes from the extra named after it, so a new engine's
     # extra is picked up without a second table.
-    from crosssim.engines.base import BUILTIN_ENGINES
+    from crosssim.engines.registry import BUILTIN_ENGINES
     from crosssim.extras import engine_distribution
 
     needs = {e: engine_distribution(e) for e in BUILTIN_ENGINES}

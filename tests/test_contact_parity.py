@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from crosssim.engines import EngineProfile, get_engine
+from crosssim.engines.settings import PyBulletSettings
 from crosssim.errors import EngineUnavailable
 from crosssim.frame import InitialState
 from crosssim.scene import canonical_model, resolve_scene
@@ -29,7 +30,7 @@ def _engine(name: str, scene):
         engine = get_engine(name)
     except EngineUnavailable as exc:
         pytest.skip(str(exc))
-    return engine, engine.load(compile_model(scene), EngineProfile(name, name, {}))
+    return engine, engine.load(compile_model(scene), EngineProfile(name, name))
 
 
 def _box_run(name: str, scene, vx: float, steps: int = 300) -> np.ndarray:
@@ -134,7 +135,7 @@ def _cheetah_rest(settings: dict) -> tuple[float, float]:
         engine = get_engine("pybullet")
     except EngineUnavailable as exc:
         pytest.skip(str(exc))
-    model = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet", settings))
+    model = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet", PyBulletSettings(**settings)))
     state = engine.reset(model, InitialState(c.qpos0.copy(), np.zeros(c.nv)))
     engine.step(model, state, np.zeros(c.joint_count), 100)
     force = []

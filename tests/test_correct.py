@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from crosssim.cli import main
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
 
 ROOT = Path(__file__).resolve().parents[1]

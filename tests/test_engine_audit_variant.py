@@ -26,7 +26,7 @@ def _audit(column: str, variant: ModelVariant):
         engine = get_engine(base.engine)
     except EngineUnavailable as exc:
         pytest.skip(str(exc))
-    profile = EngineProfile(column, base.engine, dict(base.settings), variant=Variant(variant))
+    profile = EngineProfile(column, base.engine, base.settings, variant=Variant(variant))
     model = engine.load(compile_model(resolve_scene(SCENE), variant), profile)
     try:
         return engine.audit(model)

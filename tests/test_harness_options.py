@@ -423,7 +423,7 @@ def test_an_engine_without_ball_joints_is_one_line(tmp_path, monkeypatch):
     """Every built-in engine builds such a base now; one that declares no ball joints (a plugin) is
     refused before it loads."""
     pytest.importorskip("pybullet")
-    from crosssim.engines.base import EngineCapabilities
+    from crosssim.engines.capabilities import EngineCapabilities
     from crosssim.engines.pybullet import EnginePyBullet
 
     monkeypatch.setattr(EnginePyBullet, "capabilities", EngineCapabilities())
@@ -562,7 +562,7 @@ def test_pushes_are_seeded(tmp_path):
 
 
 def test_pushes_need_an_engine_and_a_base_that_take_them(tmp_path, monkeypatch):
-    from crosssim.engines.base import EngineCapabilities
+    from crosssim.engines.capabilities import EngineCapabilities
     from crosssim.engines.mujoco import EngineMuJoCo
     from crosssim.errors import CrossSimError
     from crosssim.runner.stepper import ControlStepper

@@ -14,12 +14,12 @@ def test_import_crosssim_loads_no_engine():
 
 
 def test_missing_engine_is_a_clear_message(monkeypatch):
-    from crosssim.engines import base
+    from crosssim.engines.registry import ENGINES, get_engine
     from crosssim.errors import EngineUnavailable
 
-    monkeypatch.setitem(base.BUILTIN_ENGINES, "ghost", "crosssim_no_such_module.engine:EngineGhost")
+    monkeypatch.setitem(ENGINES.builtins, "ghost", "crosssim_no_such_module.engine:EngineGhost")
     try:
-        base.get_engine("ghost")
+        get_engine("ghost")
     except EngineUnavailable as exc:
         assert "ghost is not available" in str(exc) and "install" in str(exc)
     else:

@@ -22,7 +22,8 @@ from conftest import PENDULUM, random_states, requires_fixtures, zoo_card  # noq
 from crosssim.actuation import Actuation  # noqa: E402
 from crosssim.checks import Tolerances, check_audit, check_engines_match  # noqa: E402
 from crosssim.engines import EngineProfile, get_engine  # noqa: E402
-from crosssim.engines.base import check_finite  # noqa: E402
+from crosssim.engines.common import check_finite  # noqa: E402
+from crosssim.engines.settings import NewtonSettings  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, quat_rotate  # noqa: E402
 from crosssim.profiles import load_profile, split_settings  # noqa: E402
@@ -46,7 +47,7 @@ def test_profiles_pick_the_newton_adapter():
 
     for name in PROFILES:
         p = load_profile(name)
-        assert p.engine == "newton" and p.settings["solver"] in name
+        assert p.engine == "newton" and p.settings.solver in name
         assert isinstance(get_engine(p.engine), EngineNewton)
 
 
@@ -107,7 +108,7 @@ def test_solver_mujoco_matches_mujoco_with_contacts(solver):
     step for step (torques as joint_f, MJCF motors off, ref, armature, damping, RK4)."""
     scene = resolve_scene(ROBOTS[0])
     engine = get_engine("newton")
-    model = engine.load(compile_model(scene), EngineProfile(f"newton-{solver}", "newton", {"solver": solver}))
+    model = engine.load(compile_model(scene), EngineProfile(f"newton-{solver}", "newton", NewtonSettings(solver=solver)))
     report = check_engines_match(scene, "mujoco", "newton", steps=200, torque_scale=0.3, initial=_standing(scene),
                                  tolerances=Tolerances(qpos=1e-3, qvel=1e-2),
                                  models=((get_engine("mujoco"), None), (engine, model)))
@@ -153,8 +154,8 @@ def test_captured_graph_is_bit_identical():
     torques = np.random.default_rng(3).uniform(-60, 60, (30, c.joint_count))
     runs = []
     for capture in (True, False):
-        model = engine.load(compile_model(scene), EngineProfile("f", "newton", {"solver": "featherstone", "substeps": 2,
-                                                                 "capture": capture}))
+        model = engine.load(compile_model(scene), EngineProfile("f", "newton", NewtonSettings(solver="featherstone", substeps=2,
+                                                                                    capture=capture)))
         state = engine.reset(model, _standing(scene))
         for tau in torques:
             engine.step(model, state, tau, 1)
@@ -229,7 +230,7 @@ def test_diverging_solver_reports_nan_frames():
     scene = resolve_scene(task.scene)
     c = canonical_model(scene)
     engine = get_engine("newton")
-    model = engine.load(compile_model(scene), EngineProfile("newton-featherstone-1", "newton", {"solver": "featherstone"}))
+    model = engine.load(compile_model(scene), EngineProfile("newton-featherstone-1", "newton", NewtonSettings(solver="featherstone")))
     act, rng = Actuation.motors(c), np.random.default_rng(0)
     state = engine.reset(model, task.initial_state(c, rng))
     for _ in range(40):

@@ -8,6 +8,7 @@ pybullet = pytest.importorskip("pybullet")
 from conftest import PENDULUM, random_states  # noqa: E402
 from crosssim.checks import Tolerances, check_audit, check_engines_match  # noqa: E402
 from crosssim.engines import EngineProfile, get_engine  # noqa: E402
+from crosssim.engines.settings import PyBulletSettings  # noqa: E402
 from crosssim.scene import resolve_scene  # noqa: E402
 from crosssim.variant import compile_model  # noqa: E402
 
@@ -102,7 +103,7 @@ def test_audit_flags_a_wrong_mass():
 def test_audit_says_what_pybullet_cannot_represent():
     engine = get_engine("pybullet")
     scene = resolve_scene("gymnasium:ant.xml")
-    ignored = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet", {"armature": "ignore"}))
+    ignored = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet", PyBulletSettings(armature="ignore")))
     rows = [r for r in engine.audit(ignored) if r.quantity == "joint_armature"]
     assert rows and all(r.status == "unsupported" and "no armature" in r.note for r in rows)
     folded = engine.load(compile_model(scene), EngineProfile("pybullet", "pybullet"))  # floating base: armature as inertia

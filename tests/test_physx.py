@@ -12,6 +12,7 @@ pytest.importorskip("sapien", reason="the physx column needs SAPIEN: pip install
 from conftest import FIXTURES, PENDULUM, random_states, requires_fixtures  # noqa: E402
 from crosssim.checks import Tolerances, check_audit, check_engines_match  # noqa: E402
 from crosssim.engines import EngineProfile, get_engine  # noqa: E402
+from crosssim.engines.settings import PhysXSettings  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, quat_rotate  # noqa: E402
 from crosssim.scene import resolve_scene  # noqa: E402
@@ -29,7 +30,7 @@ def _load(scene, mj=None, settings=None):
     compiled = compile_model(scene)
     if mj is not None:
         mj(compiled.mj)
-    return engine, engine.load(compiled, EngineProfile("physx", "physx", settings or {}))
+    return engine, engine.load(compiled, EngineProfile("physx", "physx", PhysXSettings(**(settings or {}))))
 
 
 def _link_coms(model, state) -> np.ndarray:

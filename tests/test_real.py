@@ -17,7 +17,7 @@ import yaml
 
 from conftest import CARDS, ROOT, requires_fixtures
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate
 from crosssim.real.logs import LogError, check_against, read_logs, validate, write_log
@@ -133,7 +133,7 @@ def test_contact_friction_on_a_contact_free_robot_is_reported_unidentifiable(arm
 
     harness = Harness.from_card(load_card(ARM))
     logs = read_logs(arm_logs, harness)
-    fit = calibrate(harness, [log.head(50) for log in logs], EngineProfile("mujoco", "mujoco", {}),
+    fit = calibrate(harness, [log.head(50) for log in logs], EngineProfile("mujoco", "mujoco"),
                     parse_params("friction,motor_strength"), max_evals=40)
     assert fit.sigma["friction"] == float("inf")
     assert any(f.startswith("friction: the logs do not depend on it") for f in fit.findings)
@@ -143,12 +143,12 @@ def test_contact_friction_on_a_contact_free_robot_is_reported_unidentifiable(arm
 
 def test_profile_settings_compose_with_perturbations():
     settings = {"motor_strength": 0.9, "action_latency": 1, "friction_scale": 0.8, "damping_scale": 2.0,
-                "solver": "x"}
+                "iterations": 20}
     profile = _profile("p", "mujoco", settings)
-    assert profile.settings == {"solver": "x"}  # only the engine's own settings stay untyped
+    assert profile.settings.given() == {"iterations": 20}  # the engine's own settings, typed apart
     h = profile.variant.then(Variant.of(motor_strength=0.85, action_latency=1)).harness
     assert h.motor_strength == pytest.approx(0.765) and h.action_latency == 2
-    assert _profile("p", "mujoco", {"solver": "x"}).variant.then(Variant.of()) == Variant.of()
+    assert _profile("p", "mujoco", {"iterations": 20}).variant.then(Variant.of()) == Variant.of()
     m = profile.variant.then(Variant.of(friction_scale=0.7, mass_scale=1.1)).model
     assert m.friction_scale == pytest.approx(0.56) and m.mass_scale == 1.1 and m.damping_scale == 2.0
 

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import CARDS
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
 from crosssim.real.simulate import Artefacts, simulate_logs
 from crosssim.runner.harness import Harness
@@ -42,7 +42,7 @@ def fit(logs):
 
     harness = Harness.from_card(load_card(ARM))
     params = parse_params("damping,armature,motor_strength,torque_limit,latency", harness)
-    return calibrate(harness, read_logs(logs, harness), EngineProfile("mujoco", "mujoco", {}), params, max_evals=160)
+    return calibrate(harness, read_logs(logs, harness), EngineProfile("mujoco", "mujoco"), params, max_evals=160)
 
 
 def test_artefacts_are_reported(logs):

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import CARDS, requires_fixtures
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate
 from crosssim.real.conformance import compare_term, conformance

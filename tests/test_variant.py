@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 from crosssim.card import load_card
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import CrossSimError
 from crosssim.profiles import load_profile, split_settings
 from crosssim.runner.harness import Harness
@@ -95,4 +95,4 @@ def test_calibrated_profile_composes_with_perturbation():
     profile = split_settings(EngineProfile("cal", "mujoco"), {"friction_scale": 0.8, "motor_strength": 0.9})
     v = profile.variant.then(Variant.of(friction_scale=0.7, motor_strength=0.5, action_latency=1))
     assert v.model.friction_scale == pytest.approx(0.56) and v.harness.motor_strength == pytest.approx(0.45)
-    assert v.harness.action_latency == 1 and profile.settings == {}
+    assert v.harness.action_latency == 1 and profile.settings.given() == {}

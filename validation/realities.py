@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.engines.mujoco import EngineMuJoCo
 from crosssim.variant import compile_model
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from crosssim.engines.base import EngineProfile, get_engine
+from crosssim.engines.registry import get_engine
+from crosssim.engines.settings import EngineProfile
 from crosssim.frame import InitialState
 from crosssim.scene import canonical_model
 from crosssim.variant import compile_model

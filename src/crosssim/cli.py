@@ -213,7 +213,7 @@ def cmd_audit(args) -> int:
     """Exit EXIT_MISMATCH when any engine reads back a parameter beyond tolerance, EXIT_ERROR when
     an engine could not be audited, else EXIT_OK."""
     from crosssim.engines import get_engine
-    from crosssim.profiles import check_settings, load_profile
+    from crosssim.profiles import load_profile
     from crosssim.scene import resolve_scene
     from crosssim.variant import compile_model
 
@@ -223,7 +223,6 @@ def cmd_audit(args) -> int:
         profile = load_profile(name)
         try:
             engine = get_engine(profile.engine)
-            check_settings(profile, engine)
             model = engine.load(compile_model(scene, profile.variant.model), profile)
         except CrossSimError as exc:
             print(f"\n== {name}: unavailable: {exc}")
@@ -389,9 +388,11 @@ def cmd_train(args) -> int:
 
 def cmd_engines(args) -> int:
     from crosssim.engines.availability import engine_statuses
+    from crosssim.profiles import profile_statuses
 
-    for name, ok, reason in engine_statuses():
-        print(f"{name:<24}{'available' if ok else 'unavailable':<13}{reason}")
+    for status in engine_statuses():
+        for name, ok, reason in [status, *profile_statuses(*status)]:
+            print(f"{name:<24}{'available' if ok else 'unavailable':<13}{reason}")
     return EXIT_OK
 
 

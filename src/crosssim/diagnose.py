@@ -16,7 +16,7 @@ import numpy as np
 
 
 def card_hints(harness) -> list[str]:
-    from crosssim.engines.base import EngineProfile
+    from crosssim.engines.settings import EngineProfile
     from crosssim.engines.mujoco import EngineMuJoCo
     from crosssim.variant import compile_model
 

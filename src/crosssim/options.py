@@ -113,7 +113,7 @@ def engine_names(text: str) -> tuple[str, ...]:
     """Comma-separated engine columns, each a profile (simulators/<name>.yaml) of a registered engine."""
     import difflib
 
-    from crosssim.engines.base import registered_engines
+    from crosssim.engines.registry import registered_engines
     from crosssim.errors import CrossSimError
     from crosssim.profiles import load_profile, profile_dirs
 

@@ -12,7 +12,7 @@ import difflib
 import functools
 import importlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from crosssim.errors import CrossSimError
@@ -53,10 +53,13 @@ class Registry:
 
     A built-in entry is either the object itself or a ``"module:attr"`` string imported on first
     use (engines, whose modules import heavy libraries); a plugin entry is always such a string.
+    ``missing(name, target, exc)`` is the error for an entry whose module cannot be imported
+    (engines: EngineUnavailable with the install hint); by default a CrossSimError naming it.
     """
 
-    def __init__(self, kind: str, group: str, builtins: Mapping[str, Any]):
-        self.kind, self.group, self.builtins = kind, group, dict(builtins)
+    def __init__(self, kind: str, group: str, builtins: Mapping[str, Any], *,
+                 missing: Callable[[str, str, ImportError], Exception] | None = None):
+        self.kind, self.group, self.builtins, self.missing = kind, group, dict(builtins), missing
 
     def targets(self) -> dict[str, Any]:
         """Every entry by name, unloaded: built-ins first, plugins replacing any of the same name."""
@@ -80,9 +83,16 @@ class Registry:
             return target
         try:
             return import_target(target)
-        except (ImportError, AttributeError) as exc:
-            source = "built-in" if self.builtins.get(name) == target else f"entry point in group {self.group!r}"
-            raise CrossSimError(f"{self.kind} {name!r} = {target} ({source}) cannot be loaded: {exc}") from None
+        except ImportError as exc:
+            if self.missing is None:
+                raise self._cannot_load(name, target, exc) from None
+            raise self.missing(name, target, exc) from None
+        except AttributeError as exc:
+            raise self._cannot_load(name, target, exc) from None
+
+    def _cannot_load(self, name: str, target: str, exc: Exception) -> CrossSimError:
+        source = "built-in" if self.builtins.get(name) == target else f"entry point in group {self.group!r}"
+        return CrossSimError(f"{self.kind} {name!r} = {target} ({source}) cannot be loaded: {exc}")
 
     def load_all(self) -> dict[str, Any]:
         """Every entry, loaded, by name (sorted)."""

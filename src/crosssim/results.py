@@ -101,7 +101,7 @@ def rows_frame(rows: list[EpisodeRow]):
 
 @dataclass(frozen=True)
 class AuditEntry:
-    """One model parameter of one engine's parity audit, as stored (crosssim.engines.base.AuditRow
+    """One model parameter of one engine's parity audit, as stored (crosssim.engines.audit.AuditRow
     with its status)."""
 
     quantity: str

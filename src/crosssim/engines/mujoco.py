@@ -8,7 +8,11 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.capabilities import EngineCapabilities
+from crosssim.engines.common import compiled_canonical
+from crosssim.engines.contract import EngineBase
+from crosssim.engines.settings import EngineProfile, MuJoCoSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame
 from crosssim.scene import CanonicalModel
@@ -46,13 +50,14 @@ class EngineMuJoCo(EngineBase):
     body arrays are the derived quantities gymnasium reads; the model is MuJoCo's own, so a ball
     joint in the base is simply there."""
 
-    settings_keys = frozenset({"iterations"})
+    settings_model = MuJoCoSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> MuJoCoModel:
         canonical = compiled_canonical(compiled)
         m = compiled.mj  # a fresh MjModel per compile: this adapter adopts it
-        if "iterations" in profile.settings:
-            m.opt.iterations = int(profile.settings["iterations"])
+        iterations = settings_of(profile, MuJoCoSettings).iterations
+        if iterations is not None:
+            m.opt.iterations = iterations
         # Native actuators would add their own (gain/bias) forces: crosssim's actuation replaces them.
         m.actuator_gainprm[:] = 0.0
         m.actuator_biasprm[:] = 0.0

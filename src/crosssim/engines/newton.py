@@ -30,10 +30,13 @@ wp.config.log_level = wp.LOG_WARNING
 import newton  # noqa: E402
 
 from crosssim.engines import newton_worlds as worlds  # noqa: E402
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile  # noqa: E402
+from crosssim.engines.audit import AuditRow  # noqa: E402
+from crosssim.engines.capabilities import EngineCapabilities  # noqa: E402
+from crosssim.engines.contract import EngineBase  # noqa: E402
 from crosssim.engines.newton_ball import put_balls, read_balls  # noqa: E402
-from crosssim.engines.newton_model import SETTINGS_KEYS, NewtonModel, audit_newton, build_model  # noqa: E402
+from crosssim.engines.newton_model import NewtonModel, audit_newton, build_model  # noqa: E402
 from crosssim.engines.newton_worlds import NewtonWorlds, WorldState  # noqa: E402
+from crosssim.engines.settings import EngineProfile, NewtonSettings  # noqa: E402
 from crosssim.errors import EngineFailure  # noqa: E402
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz  # noqa: E402
 from crosssim.variant import CompiledModel  # noqa: E402
@@ -90,7 +93,7 @@ class EngineNewton(EngineBase):
     # batch runs as the worlds of one model instead (SolverMuJoCo on Warp; with other solvers
     # worlds_ready says no and episodes run one at a time), one solver step for every episode.
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, ball_joints=True, worlds=True)
-    settings_keys = SETTINGS_KEYS
+    settings_model = NewtonSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         return build_model(compiled, profile)

@@ -19,16 +19,16 @@ import numpy as np
 import warp as wp
 
 import newton
-from crosssim.engines.base import AuditRow, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.common import compiled_canonical
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.newton_ball import BALL, ball_coordinates, skip_carrier, split_base
+from crosssim.engines.settings import MUJOCO_SOLVERS, EngineProfile, NewtonSettings, settings_of
 from crosssim.errors import CrossSimError
 from crosssim.frame import quat_to_matrix
 from crosssim.scene import CanonicalModel
 from crosssim.variant import CompiledModel
 
-MUJOCO_SOLVERS = ("mujoco-warp", "mujoco-c")
-SOLVERS = (*MUJOCO_SOLVERS, "featherstone", "xpbd", "semi-implicit")
 INTEGRATORS = {0: "euler", 1: "rk4", 2: "implicit", 3: "implicitfast"}
 UNLIMITED = 1.0e10  # Newton's "no limit" sentinel
 
@@ -123,18 +123,11 @@ class NewtonModel:
         return contact_wrench(self, state)
 
 
-SETTINGS_KEYS = frozenset({"solver", "joint_limit", "contact", "substeps", "substep_dt", "capture",
-                           "passive_torques", "solver_args"})
-"""Profile settings the Newton adapter reads (docs/engines.md, "Newton")."""
-
-
 def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
     c = compiled_canonical(compiled)
-    s = profile.settings
+    s = settings_of(profile, NewtonSettings)  # docs/engines.md, "Newton"
     m = compiled.mj  # canonical, plus the variant (timestep, perturbations, calibration)
-    solver_name = str(s.get("solver", "mujoco-warp"))
-    if solver_name not in SOLVERS:
-        raise CrossSimError(f"profile {profile.name}: newton solver {solver_name!r} is not one of {list(SOLVERS)}")
+    solver_name = s.solver
     nm = import_builder(compiled).finalize(device="cpu")
     notes: dict[str, str] = {}
 
@@ -146,13 +139,15 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
     _set_inertia(nm, m, body_index)
     _set_joint_parameters(nm, m, c, q_index, qd_index, joint_offset)
     if solver_name not in MUJOCO_SOLVERS:
-        _set_limit_gains(nm, m, qd_index, s.get("joint_limit") or {}, armature=solver_name == "featherstone")
+        limit = s.joint_limit.model_dump(exclude_none=True) if s.joint_limit else {}
+        _set_limit_gains(nm, m, qd_index, limit, armature=solver_name == "featherstone")
     nm.set_gravity(tuple(float(g) for g in c.gravity))
     _switch_off_actuators(nm, None)  # the model's part; each state's control: new_control()
     shape_geom = _match_shapes(nm, m, body_index)
     floor_mu = _set_friction(nm, m, shape_geom, solver_name)
     if solver_name not in MUJOCO_SOLVERS:
-        _set_contact_parameters(nm, m, c, s.get("contact") or {})
+        contact = s.contact if s.contact in (None, "mujoco") else s.contact.model_dump(exclude_none=True, by_alias=True)
+        _set_contact_parameters(nm, m, c, contact or {})
 
     free_q = free_qd = -1
     if c.free_base:
@@ -161,13 +156,13 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
 
     dt = float(m.opt.timestep)
     # ``substep_dt`` bounds the solver step [s] whatever the scene's timestep (Ant 0.01 s, Hopper 0.002 s).
-    substeps = int(s.get("substeps", 1))
-    if "substep_dt" in s:
-        substeps = max(substeps, int(np.ceil(dt / float(s["substep_dt"]) - 1e-9)))
-    solver, pipeline, contacts = _make_solver(nm, m, solver_name, s, notes)
-    capture = bool(s.get("capture", True)) and solver_name != "mujoco-c"
+    substeps = s.substeps
+    if s.substep_dt is not None:
+        substeps = max(substeps, int(np.ceil(dt / s.substep_dt - 1e-9)))
+    solver, pipeline, contacts = _make_solver(nm, m, solver_name, s.solver_args, notes)
+    capture = s.capture and solver_name != "mujoco-c"
     passive = None
-    if solver_name == "xpbd" and bool(s.get("passive_torques", True)):
+    if solver_name == "xpbd" and s.passive_torques:
         arrays = (q_index, qd_index, m.dof_damping[c.joint_dofadr], c.joint_stiffness, c.joint_springref - joint_offset)
         passive = tuple(wp.array(np.asarray(a), dtype=int if k < 2 else float, device=nm.device)
                         for k, a in enumerate(arrays))
@@ -411,8 +406,10 @@ def _set_contact_parameters(nm, m, c: CanonicalModel, contact: dict | str) -> di
     return contact
 
 
-def _make_solver(nm, m, name: str, s: dict, notes: dict):
-    args = dict(s.get("solver_args") or {})
+def _make_solver(nm, m, name: str, solver_args: dict, notes: dict):
+    """Newton solver ``name`` for ``nm`` (``solver_args``: the profile's, passed on as they are);
+    with a collision pipeline and its contacts for Newton's own solvers, None for SolverMuJoCo."""
+    args = dict(solver_args)
     if name in MUJOCO_SOLVERS:
         opt = m.opt
         solver_type = {0: None, 1: "cg", 2: "newton"}[int(opt.solver)]

@@ -28,6 +28,7 @@ import warp as wp
 
 import newton
 from crosssim.engines.newton_model import NewtonModel, _make_solver, _switch_off_actuators, import_builder
+from crosssim.engines.settings import NewtonSettings, settings_of
 from crosssim.errors import EngineFailure
 
 STATE_ARRAYS = ("joint_q", "joint_qd", "body_q", "body_qd")
@@ -120,7 +121,8 @@ def build_worlds(base: NewtonModel, n: int) -> NewtonWorlds | None:
     if bad:
         raise EngineFailure(f"newton: {n} worlds differ from the single-world model in {', '.join(bad[:5])}; "
                             "run without --batch-episodes (and report this Newton version)")
-    solver, _, _ = _make_solver(nm, base.compiled.mj, base.solver_name, base.profile.settings, {})
+    solver_args = settings_of(base.profile, NewtonSettings).solver_args
+    solver, _, _ = _make_solver(nm, base.compiled.mj, base.solver_name, solver_args, {})
     control = nm.control()
     _switch_off_actuators(nm, control)
     model = NewtonWorlds(base=base, n=n, nm=nm, solver=solver, s0=nm.state(), s1=nm.state(), control=control,

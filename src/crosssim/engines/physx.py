@@ -34,10 +34,14 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
     warnings.simplefilter("ignore", UserWarning)
     import sapien.physx  # noqa: F401  (imported first here, under the filter; physx_build uses it)
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.capabilities import EngineCapabilities
+from crosssim.engines.common import compiled_canonical
+from crosssim.engines.contract import EngineBase
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.physx_base import SlideBallBase, from_root, slide_ball_base, to_root
 from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, physx_joints, refuse_unsupported, to_pose
+from crosssim.engines.settings import EngineProfile, PhysXSettings
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
 from crosssim.scene import CanonicalModel
@@ -89,16 +93,13 @@ class EnginePhysX(EngineBase):
     # are not in the pack). A world costs ~8 ms to build; stepping states in turn costs nothing,
     # so a lockstep batch is one world per episode (bench/bench_batch_engines.py: 1.9x on Hopper).
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, ball_joints=True)
-    settings_keys = frozenset({"solver", "position_iterations", "velocity_iterations", "contact_offset", "rest_offset"})
+    settings_model = PhysXSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:
         m = compiled.mj  # the variant is in the model PhysX is built from
         refuse_unsupported(m, compiled.scene)
         c = compiled_canonical(compiled)
         base = slide_ball_base(m, c, compiled.scene.name)  # or one line why this ball joint is not built
-        solver = str(profile.settings.get("solver", "tgs")).lower()
-        if solver not in ("tgs", "pgs"):
-            raise EngineFailure(f"physx profile: solver must be tgs or pgs, not {solver!r}")
         mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-physx-"))  # meshes as .obj, written once per model
         try:
             world, qindex, floor_mu, body_mu = build_world(m, profile, mesh_dir)

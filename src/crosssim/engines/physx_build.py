@@ -18,7 +18,7 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
     import sapien
     import sapien.physx as px
 
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile, PhysXSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.scene import write_mesh_obj
 
@@ -78,15 +78,50 @@ def refuse_unsupported(m, scene: Path) -> None:
 
 def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, np.ndarray, float, np.ndarray]:
     """A new PhysX world holding the model's articulation: (world, PhysX qpos index of each
-    canonical joint, floor friction, body material friction)."""
-    s = profile.settings
+    canonical joint, floor friction, body material friction). Built step by step: the scene, the
+    ground, each body's links and joints with its mass and contact shapes, the articulation, then
+    the joints' armature and passive drives."""
+    s = settings_of(profile, PhysXSettings)
+    scene, system = _new_scene(m, s)
+    floor_mu = _add_ground(m, scene, mesh_dir)
+    # A free joint, or a base of slides and a ball (physx_base; any other ball is refused before).
+    free = any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL)) for j in range(m.njnt))
+    tree = _Links()
+    body_mu = np.full(m.nbody - 1, np.nan)
+    ignore = _parent_filter(m)
+    root = None
+    if not free:  # a fixed root at the world origin carries the first body's joints (or weld)
+        root = tree.new_link(None, "world")
+        _carrier(root)
+        root.joint.type = "fixed"
+    for b in range(1, m.nbody):
+        link = _body_links(m, b, tree, tree.links_of_body.get(int(m.body_parentid[b]), root), free)
+        link.mass = float(m.body_mass[b])
+        link.cmass_local_pose = to_pose(m.body_ipos[b], m.body_iquat[b])
+        link.inertia = np.asarray(m.body_inertia[b], dtype=np.float32)
+        body_mu[b - 1] = _attach_body_shapes(m, b, link, floor_mu, int(ignore[b]), mesh_dir)
+        tree.links_of_body[b] = link
+    art = _add_articulation(m, scene, tree.entities, free, s)
+    qindex, joints = _set_joint_drives(m, art, tree.joint_of)
+    world = PhysXWorld(scene=scene, system=system, articulation=art, joints=joints,
+                       body_links=[tree.links_of_body[b] for b in range(1, m.nbody)])
+    return world, qindex, floor_mu, body_mu
+
+
+def _new_scene(m, s: PhysXSettings) -> tuple[sapien.Scene, px.PhysxCpuSystem]:
+    """A CPU PhysX scene with the model's gravity and timestep and the profile's solver."""
     # Scene settings are global in SAPIEN and read when a system is created.
     px.set_scene_config(gravity=np.asarray(m.opt.gravity, dtype=np.float32),
-                        enable_tgs=str(s.get("solver", "tgs")).lower() == "tgs", enable_enhanced_determinism=True)
-    px.set_shape_config(contact_offset=float(s.get("contact_offset", 0.01)), rest_offset=float(s.get("rest_offset", 0.0)))
+                        enable_tgs=s.solver == "tgs", enable_enhanced_determinism=True)
+    px.set_shape_config(contact_offset=s.contact_offset, rest_offset=s.rest_offset)
     system = px.PhysxCpuSystem()
     scene = sapien.Scene([system])
     system.timestep = float(m.opt.timestep)
+    return scene, system
+
+
+def _add_ground(m, scene: sapien.Scene, mesh_dir: Path) -> float:
+    """The world body's geoms as one static actor; returns the floor's friction (1 without one)."""
     world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
     floor_mu = float(max((m.geom_friction[g, 0] for g in world_geoms), default=1.0))
     floor_mat = px.PhysxMaterial(floor_mu, floor_mu, 0.0)
@@ -98,81 +133,91 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
         entity = sapien.Entity()
         entity.add_component(ground)
         scene.add_entity(entity)
+    return floor_mu
 
-    # A free joint, or a base of slides and a ball (physx_base; any other ball is refused before).
-    free = any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL)) for j in range(m.njnt))
-    links_of_body: dict[int, px.PhysxArticulationLinkComponent] = {}
-    joint_of: dict[int, px.PhysxArticulationJoint] = {}
-    entities, body_mu = [], np.full(m.nbody - 1, np.nan)
 
-    def new_link(parent, name):
+class _Links:
+    """The articulation's links as they are made: entities in creation order, each body's link,
+    each MuJoCo joint's PhysX joint."""
+
+    def __init__(self):
+        self.entities: list = []
+        self.links_of_body: dict[int, px.PhysxArticulationLinkComponent] = {}
+        self.joint_of: dict[int, px.PhysxArticulationJoint] = {}
+
+    def new_link(self, parent, name: str) -> px.PhysxArticulationLinkComponent:
         link = px.PhysxArticulationLinkComponent(parent)
         link.name = name
         entity = sapien.Entity()
         entity.name = name
         entity.add_component(link)
-        entities.append(entity)
+        self.entities.append(entity)
         return link
 
-    def carrier(link):
-        link.mass, link.inertia = CARRIER_MASS, np.full(3, 1e-9, dtype=np.float32)
-        link.cmass_local_pose = to_pose(np.zeros(3))
 
-    ignore = _parent_filter(m)
-    root = None
-    if not free:  # a fixed root at the world origin carries the first body's joints (or weld)
-        root = new_link(None, "world")
-        carrier(root)
-        root.joint.type = "fixed"
-    for b in range(1, m.nbody):
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
-        parent = links_of_body.get(int(m.body_parentid[b]), root)
-        jnts = [j for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
-                if not (free and b == 1)]
-        body_pose = to_pose(m.body_pos[b], m.body_quat[b])
-        if free and b == 1:
-            link = new_link(None, name)
-            link.joint.type = "undefined"  # floating root
-        elif not jnts:
-            link = new_link(parent, name)
-            link.joint.type = "fixed"
-            link.joint.pose_in_parent, link.joint.pose_in_child = body_pose, to_pose(np.zeros(3))
-        else:
-            prev, link = parent, None
-            for k, j in enumerate(jnts):
-                last = k == len(jnts) - 1
-                link = new_link(prev, name if last else f"{name}/{k}")
-                if not last:
-                    carrier(link)
-                frame = _axis_frame(m.jnt_pos[j], m.jnt_axis[j])
-                link.joint.type = {int(JNT.mjJNT_HINGE): "revolute_unwrapped", int(JNT.mjJNT_SLIDE): "prismatic"}[
-                    int(m.jnt_type[j])]
-                # Links of one body share the body frame; joint k sits on its anchor in that frame.
-                link.joint.pose_in_parent = body_pose * frame if k == 0 else frame
-                link.joint.pose_in_child = frame
-                link.joint.name = f"j{j}"
-                # Limits decide the joint's PhysX motion type, which is fixed once in the scene.
-                lo, hi = (m.jnt_range[j] - m.qpos0[m.jnt_qposadr[j]]) if m.jnt_limited[j] else (-np.inf, np.inf)
-                link.joint.set_limits(np.array([[lo, hi]], dtype=np.float32))
-                joint_of[j] = link.joint
-                prev = link
-        link.mass = float(m.body_mass[b])
-        link.cmass_local_pose = to_pose(m.body_ipos[b], m.body_iquat[b])
-        link.inertia = np.asarray(m.body_inertia[b], dtype=np.float32)
-        geoms = [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]) if _collides(m, g)]
-        if geoms:
-            # PhysX averages the two materials' coefficients; MuJoCo takes the max. With the floor
-            # at mu_f, a body material of 2 max(mu_b, mu_f) - mu_f makes the average that max.
-            mu = float(max(m.geom_friction[g, 0] for g in geoms))
-            body_mu[b - 1] = 2 * max(mu, floor_mu) - floor_mu
-            mat = px.PhysxMaterial(body_mu[b - 1], body_mu[b - 1], 0.0)
-            for g in geoms:
-                for shape in _shapes(m, g, mat, mesh_dir):
-                    if ignore[b]:  # shapes sharing an ignore bit (g2) and the id group (g3) never collide
-                        shape.set_collision_groups([*shape.get_collision_groups()[:2], int(ignore[b]), 1])
-                    link.attach(shape)
-        links_of_body[b] = link
+def _carrier(link) -> None:
+    """A link that only carries a joint: as light as PhysX allows."""
+    link.mass, link.inertia = CARRIER_MASS, np.full(3, 1e-9, dtype=np.float32)
+    link.cmass_local_pose = to_pose(np.zeros(3))
 
+
+def _body_links(m, b: int, tree: _Links, parent, free: bool):
+    """Body ``b``'s link(s) under ``parent``: the floating root, a fixed link for a welded body, or
+    one link per joint (carriers, then the body's own); returns the body's link."""
+    name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+    body_pose = to_pose(m.body_pos[b], m.body_quat[b])
+    if free and b == 1:
+        link = tree.new_link(None, name)
+        link.joint.type = "undefined"  # floating root
+        return link
+    jnts = list(range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
+    if not jnts:
+        link = tree.new_link(parent, name)
+        link.joint.type = "fixed"
+        link.joint.pose_in_parent, link.joint.pose_in_child = body_pose, to_pose(np.zeros(3))
+        return link
+    prev, link = parent, None
+    for k, j in enumerate(jnts):
+        last = k == len(jnts) - 1
+        link = tree.new_link(prev, name if last else f"{name}/{k}")
+        if not last:
+            _carrier(link)
+        frame = _axis_frame(m.jnt_pos[j], m.jnt_axis[j])
+        link.joint.type = {int(JNT.mjJNT_HINGE): "revolute_unwrapped", int(JNT.mjJNT_SLIDE): "prismatic"}[
+            int(m.jnt_type[j])]
+        # Links of one body share the body frame; joint k sits on its anchor in that frame.
+        link.joint.pose_in_parent = body_pose * frame if k == 0 else frame
+        link.joint.pose_in_child = frame
+        link.joint.name = f"j{j}"
+        # Limits decide the joint's PhysX motion type, which is fixed once in the scene.
+        lo, hi = (m.jnt_range[j] - m.qpos0[m.jnt_qposadr[j]]) if m.jnt_limited[j] else (-np.inf, np.inf)
+        link.joint.set_limits(np.array([[lo, hi]], dtype=np.float32))
+        tree.joint_of[j] = link.joint
+        prev = link
+    return link
+
+
+def _attach_body_shapes(m, b: int, link, floor_mu: float, ignore: int, mesh_dir: Path) -> float:
+    """Body ``b``'s contact shapes on ``link``; returns its material friction (NaN without shapes)."""
+    geoms = [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]) if _collides(m, g)]
+    if not geoms:
+        return float("nan")
+    # PhysX averages the two materials' coefficients; MuJoCo takes the max. With the floor
+    # at mu_f, a body material of 2 max(mu_b, mu_f) - mu_f makes the average that max.
+    mu = float(max(m.geom_friction[g, 0] for g in geoms))
+    body_mu = 2 * max(mu, floor_mu) - floor_mu
+    mat = px.PhysxMaterial(body_mu, body_mu, 0.0)
+    for g in geoms:
+        for shape in _shapes(m, g, mat, mesh_dir):
+            if ignore:  # shapes sharing an ignore bit (g2) and the id group (g3) never collide
+                shape.set_collision_groups([*shape.get_collision_groups()[:2], ignore, 1])
+            link.attach(shape)
+    return body_mu
+
+
+def _add_articulation(m, scene: sapien.Scene, entities: list, free: bool, s: PhysXSettings):
+    """The links into the scene, undamped and unclamped, as one articulation with the profile's
+    solver iterations; returns the articulation."""
     for entity in entities:
         link = entity.find_component_by_type(px.PhysxArticulationLinkComponent)
         link.linear_damping = link.angular_damping = 0.0
@@ -182,10 +227,15 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
     for entity in entities:
         scene.add_entity(entity)
     art = entities[0].find_component_by_type(px.PhysxArticulationLinkComponent).articulation
-    art.set_solver_position_iterations(int(s.get("position_iterations", 4)))
-    art.set_solver_velocity_iterations(int(s.get("velocity_iterations", 1)))
+    art.set_solver_position_iterations(s.position_iterations)
+    art.set_solver_velocity_iterations(s.velocity_iterations)
     art.set_sleep_threshold(0.0)
+    return art
 
+
+def _set_joint_drives(m, art, joint_of: dict) -> tuple[np.ndarray, list]:
+    """Armature, no friction, and MuJoCo's passive spring and damping as each joint's drive;
+    returns (PhysX qpos index of each canonical joint, its PhysX joint)."""
     canonical_joints = physx_joints(m)
     active = [jt.name for jt in art.get_active_joints()]
     qindex = np.array([active.index(f"j{j}") for j in canonical_joints], dtype=int)
@@ -200,9 +250,7 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
         jt.set_drive_properties(float(m.jnt_stiffness[j]), float(m.dof_damping[dof]), mode="force")
         jt.set_drive_target(float(m.qpos_spring[m.jnt_qposadr[j]] - offset[k]))
         jt.set_drive_velocity_target(0.0)
-    world = PhysXWorld(scene=scene, system=system, articulation=art, joints=joints,
-                       body_links=[links_of_body[b] for b in range(1, m.nbody)])
-    return world, qindex, floor_mu, body_mu
+    return qindex, joints
 
 
 def physx_joints(m) -> list[int]:

@@ -6,8 +6,9 @@ centre of mass at the body origin (HalfCheetah's thigh COM moves by 0.1 m) and t
 ``ref`` (Hopper's torso starts at z = 2.5 m instead of 1.25 m). Those changes cannot all be
 undone through ``changeDynamics`` (inertial frames are fixed at load time), so this adapter
 reconciles at the root: it builds the multibody with ``createMultiBody`` from the canonical
-model (bodies, inertial frames, joint anchors and axes, collision geoms), then reads every
-parameter back from PyBullet for the audit. See docs/engines.md.
+model (bodies, inertial frames, joint anchors and axes, collision geoms; the steps are
+crosssim.engines.pybullet_build), then reads every parameter back from PyBullet for the audit.
+See docs/engines.md.
 
 A PyBullet server holds one world, so the adapter's state (``PyBulletState``) is crosssim's own:
 the simulated time, the torques last applied, and, while another state of the same model is in
@@ -27,13 +28,19 @@ import mujoco
 import numpy as np
 import pybullet
 
-from crosssim.engines.base import AuditRow, EngineBase, EngineCapabilities, EngineProfile, compiled_canonical
+from crosssim.engines.audit import AuditRow
+from crosssim.engines.capabilities import EngineCapabilities
+from crosssim.engines.common import compiled_canonical
+from crosssim.engines.contract import EngineBase
 from crosssim.engines.mujoco import audit_rows
-from crosssim.engines.pybullet_ball import check_balls, free_spherical_motor, put_balls, read_balls
+from crosssim.engines.pybullet_ball import check_balls, put_balls, read_balls
+from crosssim.engines.pybullet_build import (add_world_bodies, body_inertia, configure_server, create_robot, link_tree,
+                                             set_joints, set_link_dynamics, xyzw)
 from crosssim.engines.pybullet_worlds import PyBulletWorlds
+from crosssim.engines.settings import EngineProfile, PyBulletSettings, settings_of
 from crosssim.errors import EngineFailure
-from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, wxyz_to_xyzw, xyzw_to_wxyz
-from crosssim.scene import CanonicalModel, write_mesh_obj
+from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate, quat_to_matrix, xyzw_to_wxyz
+from crosssim.scene import CanonicalModel
 from crosssim.variant import CompiledModel
 
 GEOM = mujoco.mjtGeom
@@ -105,10 +112,6 @@ class PyBulletState:
     this state is the loaded one."""
 
 
-def _xyzw(q) -> list[float]:
-    return list(wxyz_to_xyzw(np.asarray(q, dtype=float)))
-
-
 class EnginePyBullet(EngineBase):
     """PyBullet in DIRECT mode (one physics server per model), velocity motors off."""
 
@@ -119,7 +122,7 @@ class EnginePyBullet(EngineBase):
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, push=True, ball_joints=True,
                                       worlds=True)
 
-    settings_keys = frozenset({"substeps", "substep_dt", "solver_iterations", "armature"})
+    settings_model = PyBulletSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PyBulletModel:
         c = compiled_canonical(compiled)
@@ -138,168 +141,40 @@ class EnginePyBullet(EngineBase):
             shutil.rmtree(mesh_dir, ignore_errors=True)
 
     def _build(self, c: CanonicalModel, m, client: int, profile: EngineProfile, mesh_dir: Path) -> PyBulletModel:
-        s = profile.settings
-        pb = dict(physicsClientId=client)
-        pybullet.setGravity(*c.gravity, **pb)
-        # Each physics step is split into Bullet steps no longer than substep_dt (0 or None: not
-        # split). Semi-implicit Euler with explicit damping and the armature emulation's one-step
-        # lag is too coarse at gymnasium's 10 ms (HalfCheetah, Ant); see docs/engines.md.
-        substep_dt = s.get("substep_dt", 0.002)
-        if substep_dt is not None and (not isinstance(substep_dt, (int, float)) or substep_dt < 0):
-            raise EngineFailure(f"pybullet profile: substep_dt must be a step in seconds (or 0), not {substep_dt!r}")
-        timestep = float(m.opt.timestep)
-        bullet_steps = max(1, int(np.ceil(timestep / substep_dt - 1e-9))) if substep_dt else 1
-        pybullet.setPhysicsEngineParameter(
-            fixedTimeStep=timestep / bullet_steps,
-            numSubSteps=int(s.get("substeps", 0)),
-            numSolverIterations=int(s.get("solver_iterations", 50)),
-            deterministicOverlappingPairs=1,
-            **pb,
-        )
-        floor_friction = 1.0
-        # World geoms (floor, terrain, rails) become static bodies, one per contype/conaffinity
-        # pair so that _filter_world_pairs can follow MuJoCo's bits; friction 1 there, see
-        # _link_friction.
-        world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
-        worlds: list[tuple[int, list[int]]] = []
-        for bits in sorted({(int(m.geom_contype[g]), int(m.geom_conaffinity[g])) for g in world_geoms}):
-            geoms = [g for g in world_geoms if (int(m.geom_contype[g]), int(m.geom_conaffinity[g])) == bits]
-            body = pybullet.createMultiBody(0, _shape_array(m, geoms, mesh_dir, client), -1, [0, 0, 0], [0, 0, 0, 1],
-                                            **pb)
-            pybullet.changeDynamics(body, -1, lateralFriction=1.0, **pb)
-            worlds.append((body, geoms))
-        floor = worlds[0][0] if worlds else None
-        if world_geoms:
-            floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms))
-
-        armature = str(s.get("armature", "auto"))
+        """The multibody of ``m`` in server ``client``, step by step: server settings, world bodies,
+        the robot's links and joints, their dynamics, then its joints' motors and limits. The order
+        of the server calls is the order of Bullet's object ids: keep it."""
+        s = settings_of(profile, PyBulletSettings)
+        bullet_steps = configure_server(c, m, s, client)
+        worlds, floor, floor_friction = add_world_bodies(m, mesh_dir, client)
+        armature = s.armature
         if armature == "auto":
             armature = "inertia" if c.free_base or c.ball_joints else "emulate"
-        if armature not in ("emulate", "inertia", "ignore"):
-            raise EngineFailure(f"pybullet profile: armature must be auto, emulate, inertia or ignore, not {armature!r}")
         check_balls(m, c, armature)
         # Principal inertia and its frame per body; with armature as inertia, each hinge's rotor
-        # inertia joins the body's tensor about the joint axis (re-diagonalised below).
-        inertia = {b: _body_inertia(m, b, armature == "inertia") for b in range(1, m.nbody)}
-        links: dict = {k: [] for k in ("mass", "shape", "pos", "orn", "ipos", "iorn", "parent", "type", "axis")}
-        body_link = np.full(m.nbody, -2, dtype=int)
-        # Per body: link index that carries it, and the offset of the body frame in that link's frame.
-        body_anchor = {0: (-1, np.zeros(3))}
-        joint_link = {}
-        free_root = c.free_base
-        roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
-        if free_root and len(roots) > 1:  # they would hang from the floating base, the one multibody here
-            raise EngineFailure(f"pybullet: {c.path.name} has {len(roots)} bodies under the world and a free joint; "
-                                "the pybullet engine builds one multibody, so none may float beside another")
-        if free_root:
-            root = 1
-            shape = _shape_array(m, _body_geoms(m, root), mesh_dir, client)
-            base = dict(mass=float(m.body_mass[root]), shape=shape, pos=m.body_pos[root], orn=m.body_quat[root],
-                        ipos=m.body_ipos[root], iquat=inertia[root][1])
-            body_link[root] = -1
-            body_anchor[root] = (-1, np.zeros(3))
-        for b in range(1, m.nbody):
-            if free_root and b == 1:
-                continue
-            parent_link, parent_off = body_anchor[int(m.body_parentid[b])]
-            # The body frame expressed in the parent link's frame (body frames are only translated
-            # relative to their link, so rotations compose directly).
-            pos = parent_off + m.body_pos[b]
-            orn = m.body_quat[b]
-            jnts = list(range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
-            anchors = [m.jnt_pos[j] for j in jnts]
-            prev_anchor = np.zeros(3)
-            for k, j in enumerate(jnts):
-                last = k == len(jnts) - 1
-                _add_link(links,
-                          mass=float(m.body_mass[b]) if last else 0.0,
-                          shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client, offset=-anchors[k]) if last else -1,
-                          pos=(pos + quat_rotate(orn, anchors[k])) if k == 0 else anchors[k] - prev_anchor,
-                          orn=orn if k == 0 else [1, 0, 0, 0],
-                          ipos=m.body_ipos[b] - anchors[k] if last else np.zeros(3),
-                          iquat=inertia[b][1] if last else [1, 0, 0, 0],
-                          parent=parent_link if k == 0 else len(links["mass"]) - 1,
-                          jtype={int(mujoco.mjtJoint.mjJNT_HINGE): pybullet.JOINT_REVOLUTE,
-                                 int(mujoco.mjtJoint.mjJNT_SLIDE): pybullet.JOINT_PRISMATIC,
-                                 int(mujoco.mjtJoint.mjJNT_BALL): pybullet.JOINT_SPHERICAL}[int(m.jnt_type[j])],
-                          axis=m.jnt_axis[j])
-                joint_link[j] = len(links["mass"]) - 1
-                prev_anchor = anchors[k]
-            if not jnts:  # welded body
-                _add_link(links, mass=float(m.body_mass[b]), shape=_shape_array(m, _body_geoms(m, b), mesh_dir, client),
-                          pos=pos, orn=orn, ipos=m.body_ipos[b], iquat=inertia[b][1], parent=parent_link,
-                          jtype=pybullet.JOINT_FIXED, axis=[0, 0, 1])
-                prev_anchor = np.zeros(3)
-            body_link[b] = len(links["mass"]) - 1
-            body_anchor[b] = (body_link[b], -prev_anchor)
-
-        if free_root:
-            robot = pybullet.createMultiBody(
-                baseMass=base["mass"], baseCollisionShapeIndex=base["shape"],
-                basePosition=list(base["pos"]), baseOrientation=_xyzw(base["orn"]),
-                baseInertialFramePosition=list(base["ipos"]), baseInertialFrameOrientation=_xyzw(base["iquat"]),
-                **_link_kwargs(links), useMaximalCoordinates=False, **pb)
-        else:
-            robot = pybullet.createMultiBody(
-                baseMass=0.0, baseCollisionShapeIndex=-1, basePosition=[0, 0, 0], baseOrientation=[0, 0, 0, 1],
-                **_link_kwargs(links), useMaximalCoordinates=False, **pb)
-
-        # Inertias: createMultiBody derives them from the shapes; set the canonical ones.
-        for b in range(1, m.nbody):
-            link = int(body_link[b])
-            pybullet.changeDynamics(robot, link, localInertiaDiagonal=list(inertia[b][0]), **pb)
-        _filter_world_pairs(m, worlds, robot, body_link, client)
-        for b in range(1, m.nbody):
-            friction = _link_friction(m, b, floor_friction)
-            if friction is not None:
-                pybullet.changeDynamics(robot, int(body_link[b]), lateralFriction=friction, **pb)
-        # Dummy links that only carry joints must not collide or weigh anything.
-        pybullet.changeDynamics(robot, -1, linearDamping=0.0, **pb)
-        pybullet.changeDynamics(robot, -1, angularDamping=0.0, **pb)
-        for j in range(pybullet.getNumJoints(robot, **pb)):
-            pybullet.changeDynamics(robot, j, linearDamping=0.0, **pb)
-            pybullet.changeDynamics(robot, j, angularDamping=0.0, **pb)
-            pybullet.changeDynamics(robot, j, jointDamping=0.0, **pb)
-        jidx = [int(m.jnt_qposadr[j]) for j in range(m.njnt)]
-        canonical_joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (
-            int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL))]
-        balls = tuple((int(joint_link[j]), int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])) for j in range(m.njnt)
-                      if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_BALL))
-        for link, _, _ in balls:
-            free_spherical_motor(robot, link, client)
-        jl = np.array([joint_link[j] for j in canonical_joints], dtype=int)
-        # Native velocity motors hold every joint still unless switched off; where the model has
-        # dry joint friction, a zero-velocity motor whose force is capped at it *is* dry friction,
-        # solved implicitly by Bullet's constraint solver (crosssim's torques act on top).
-        # Damping, armature and dry friction from ``m``: a variant may scale them (crosssim.variant).
-        dofs = c.joint_dofadr
-        friction = m.dof_frictionloss[dofs].copy()  # always emulated (docs/engines.md): no setting turns it off
-        pybullet.setJointMotorControlArray(robot, list(map(int, jl)), pybullet.VELOCITY_CONTROL,
-                                           targetVelocities=[0.0] * len(jl), forces=list(map(float, friction)), **pb)
-        # MuJoCo's joint limits become PyBullet's (hard limits; MuJoCo's are soft constraints).
-        limits = np.full((len(jl), 2), np.nan)
-        for k, j in enumerate(canonical_joints):
-            if m.jnt_limited[j]:
-                limits[k] = m.jnt_range[j] - m.qpos0[jidx[j]]
-                pybullet.changeDynamics(robot, int(jl[k]), jointLowerLimit=float(limits[k, 0]),
-                                        jointUpperLimit=float(limits[k, 1]), **pb)
+        # inertia joins the body's tensor about the joint axis (re-diagonalised).
+        inertia = {b: body_inertia(m, b, armature == "inertia") for b in range(1, m.nbody)}
+        tree = link_tree(c, m, inertia, mesh_dir, client)
+        robot = create_robot(tree, client)
+        set_link_dynamics(m, robot, tree.body_link, inertia, worlds, floor_friction, client)
+        joints = set_joints(c, m, robot, tree.joint_link, client)
         model = PyBulletModel(
-            canonical=c, client=client, robot=robot, profile=profile, joint_link=jl,
-            joint_offset=np.array([m.qpos0[jidx[j]] for j in canonical_joints]),
-            body_link=body_link[1:].copy(),
+            canonical=c, client=client, robot=robot, profile=profile, joint_link=joints.links,
+            joint_offset=joints.offset,
+            body_link=tree.body_link[1:].copy(),
             base_ipos=m.body_ipos[1].copy(), base_iquat=np.asarray(inertia[1][1], dtype=float).copy(),
-            root_offset=np.asarray(body_anchor[1][1], dtype=float).copy(),
-            damping=m.dof_damping[dofs].copy(),
-            joint_armature=m.dof_armature[dofs].copy(),
+            root_offset=np.asarray(tree.body_anchor[1][1], dtype=float).copy(),
+            damping=m.dof_damping[c.joint_dofadr].copy(),
+            joint_armature=m.dof_armature[c.joint_dofadr].copy(),
             link_mass=np.array([m.body_mass[b] for b in range(1, m.nbody)]),
             armature=armature,
-            frictionloss=np.asarray(friction, dtype=float),
+            frictionloss=joints.frictionloss,
             floor=floor,
-            limits=limits,
-            balls=balls,
+            limits=joints.limits,
+            balls=joints.balls,
         )
-        model.snapshot = pybullet.saveState(**pb)
-        model.dt = float(pybullet.getPhysicsEngineParameters(**pb)["fixedTimeStep"])
+        model.snapshot = pybullet.saveState(physicsClientId=client)
+        model.dt = float(pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"])
         model.bullet_steps = bullet_steps
         return model
 
@@ -353,7 +228,7 @@ class EnginePyBullet(EngineBase):
             pos, quat = qpos[:3], qpos[3:7] / np.linalg.norm(qpos[3:7])
             com = pos + quat_rotate(quat, model.base_ipos)
             com_quat = _quat_mul(quat, model.base_iquat)
-            pybullet.resetBasePositionAndOrientation(model.robot, list(com), _xyzw(com_quat), **pb)
+            pybullet.resetBasePositionAndOrientation(model.robot, list(com), xyzw(com_quat), **pb)
             ang_world = quat_rotate(quat, qvel[3:6])
             lin_com = qvel[:3] + cross3(ang_world, com - pos)
             pybullet.resetBaseVelocity(model.robot, list(lin_com), list(ang_world), **pb)
@@ -605,138 +480,6 @@ class EnginePyBullet(EngineBase):
 def _member(model, state):
     """The server ``state`` lives in: ``model`` itself, or a batch's member (pybullet_worlds)."""
     return model.member(state) if isinstance(model, PyBulletWorlds) else model
-
-
-def _body_inertia(m, b: int, with_armature: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(principal moments, orientation w-x-y-z in the body frame) of body ``b``."""
-    if not with_armature:
-        return m.body_inertia[b].copy(), m.body_iquat[b].copy()
-    joints = [j for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
-              if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE) and m.dof_armature[m.jnt_dofadr[j]] > 0]
-    if not joints:
-        return m.body_inertia[b].copy(), m.body_iquat[b].copy()
-    R = quat_to_matrix(m.body_iquat[b])
-    tensor = R @ np.diag(m.body_inertia[b]) @ R.T
-    for j in joints:
-        axis = m.jnt_axis[j] / np.linalg.norm(m.jnt_axis[j])
-        tensor += m.dof_armature[m.jnt_dofadr[j]] * np.outer(axis, axis)
-    moments, vectors = np.linalg.eigh(tensor)
-    if np.linalg.det(vectors) < 0:
-        vectors[:, 0] = -vectors[:, 0]
-    return moments, _matrix_to_quat(vectors)
-
-
-def _matrix_to_quat(R: np.ndarray) -> np.ndarray:
-    """w, x, y, z of a rotation matrix (Shepperd's method)."""
-    t = np.trace(R)
-    if t > 0:
-        s = 2.0 * np.sqrt(t + 1.0)
-        q = [0.25 * s, (R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s]
-    else:
-        i = int(np.argmax(np.diag(R)))
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = 2.0 * np.sqrt(1.0 + R[i, i] - R[j, j] - R[k, k])
-        q = [0.0] * 4
-        q[0] = (R[k, j] - R[j, k]) / s
-        q[i + 1], q[j + 1], q[k + 1] = 0.25 * s, (R[j, i] + R[i, j]) / s, (R[k, i] + R[i, k]) / s
-    q = np.array(q)
-    return q / np.linalg.norm(q)
-
-
-def _add_link(links, *, mass, shape, pos, orn, ipos, iquat, parent, jtype, axis):
-    links["mass"].append(mass)
-    links["shape"].append(shape)
-    links["pos"].append(list(map(float, pos)))
-    links["orn"].append(_xyzw(orn))
-    links["ipos"].append(list(map(float, ipos)))
-    links["iorn"].append(_xyzw(iquat))
-    links["parent"].append(int(parent) + 1)  # createMultiBody counts the base as 0
-    links["type"].append(jtype)
-    links["axis"].append(list(map(float, axis)))
-
-
-def _link_kwargs(links) -> dict:
-    n = len(links["mass"])
-    return dict(
-        linkMasses=links["mass"], linkCollisionShapeIndices=links["shape"], linkVisualShapeIndices=[-1] * n,
-        linkPositions=links["pos"], linkOrientations=links["orn"],
-        linkInertialFramePositions=links["ipos"], linkInertialFrameOrientations=links["iorn"],
-        linkParentIndices=links["parent"], linkJointTypes=links["type"], linkJointAxis=links["axis"],
-    )
-
-
-def _collides(m, g: int) -> bool:
-    return bool(m.geom_contype[g] or m.geom_conaffinity[g])
-
-
-def _mj_pair(m, g1: int, g2: int) -> bool:
-    """MuJoCo's dynamic filter: two geoms may touch when either's contype meets the other's conaffinity."""
-    return bool((m.geom_contype[g1] & m.geom_conaffinity[g2]) or (m.geom_contype[g2] & m.geom_conaffinity[g1]))
-
-
-def _filter_world_pairs(m, worlds: list[tuple[int, list[int]]], robot: int, body_link: np.ndarray,
-                        client: int) -> None:
-    """Switch off each world-body/link pair whose geoms MuJoCo never lets touch. Bullet collides
-    every shape by default: gymnasium's cart-poles (contype 0 everywhere) had their cart and pole
-    inside the rail from the first step, thrown at Bullet's 100 rad/s velocity clamp, and the
-    penetration left in the contact cache made each episode's first step depend on the one before.
-    Per link, a pair collides when any geom of the link may touch any geom of the world body
-    (world bodies are split by their bits, links are not: a link mixing bits is approximate)."""
-    for world, geoms in worlds:
-        for b in range(1, m.nbody):
-            own = _body_geoms(m, b)
-            if own and not any(_mj_pair(m, gw, g) for gw in geoms for g in own):
-                pybullet.setCollisionFilterPair(world, robot, -1, int(body_link[b]), 0, physicsClientId=client)
-
-
-def _body_geoms(m, b: int) -> list[int]:
-    return [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]) if _collides(m, g)]
-
-
-def _link_friction(m, b: int, floor_friction: float) -> float | None:
-    geoms = _body_geoms(m, b)
-    if not geoms:
-        return None
-    # MuJoCo uses max(mu_a, mu_b) for a contact; Bullet uses mu_a * mu_b. With the floor at 1,
-    # max(body, floor) on the body reproduces MuJoCo for every body-floor contact.
-    return float(max(max(m.geom_friction[g, 0] for g in geoms), floor_friction))
-
-
-def _shape_array(m, geoms: list[int], mesh_dir: Path, client: int, offset=np.zeros(3)) -> int:
-    """One PyBullet compound collision shape for MuJoCo geoms, poses in the link frame."""
-    if not geoms:
-        return -1
-    kw = dict(shapeTypes=[], radii=[], halfExtents=[], lengths=[], fileNames=[], meshScales=[], planeNormals=[],
-              collisionFramePositions=[], collisionFrameOrientations=[])
-    for g in geoms:
-        t, size = int(m.geom_type[g]), m.geom_size[g]
-        entry = dict(radius=0.0, half=[0.0] * 3, length=0.0, file="", normal=[0, 0, 1])
-        if t == GEOM.mjGEOM_PLANE:
-            kind = pybullet.GEOM_PLANE
-        elif t == GEOM.mjGEOM_SPHERE:
-            kind, entry["radius"] = pybullet.GEOM_SPHERE, float(size[0])
-        elif t == GEOM.mjGEOM_CAPSULE:
-            kind, entry["radius"], entry["length"] = pybullet.GEOM_CAPSULE, float(size[0]), 2 * float(size[1])
-        elif t == GEOM.mjGEOM_CYLINDER:
-            kind, entry["radius"], entry["length"] = pybullet.GEOM_CYLINDER, float(size[0]), 2 * float(size[1])
-        elif t == GEOM.mjGEOM_BOX:
-            kind, entry["half"] = pybullet.GEOM_BOX, list(map(float, size))
-        elif t == GEOM.mjGEOM_ELLIPSOID:  # Bullet has no ellipsoid: the enclosing-radius sphere
-            kind, entry["radius"] = pybullet.GEOM_SPHERE, float(max(size))
-        elif t == GEOM.mjGEOM_MESH:
-            kind, entry["file"] = pybullet.GEOM_MESH, str(write_mesh_obj(m, int(m.geom_dataid[g]), mesh_dir))
-        else:
-            raise EngineFailure(f"pybullet: geom type {t} of geom {g} is not supported")
-        kw["shapeTypes"].append(kind)
-        kw["radii"].append(entry["radius"])
-        kw["halfExtents"].append(entry["half"])
-        kw["lengths"].append(entry["length"])
-        kw["fileNames"].append(entry["file"])
-        kw["meshScales"].append([1.0, 1.0, 1.0])
-        kw["planeNormals"].append(entry["normal"])
-        kw["collisionFramePositions"].append(list(map(float, m.geom_pos[g] + offset)))
-        kw["collisionFrameOrientations"].append(_xyzw(m.geom_quat[g]))
-    return pybullet.createCollisionShapeArray(**kw, physicsClientId=client)
 
 
 def _quat_mul(a, b) -> np.ndarray:

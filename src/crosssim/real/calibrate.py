@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crosssim.engines.base import EngineProfile
+from crosssim.engines.settings import EngineProfile
 from crosssim.errors import CrossSimError
 from crosssim.profiles import flat_settings, with_settings
 from crosssim.real.compare import errors, residual_groups, residuals, simulate

@@ -181,7 +181,7 @@ def quick_config(config: CrossvalConfig) -> CrossvalConfig:
 def plan_crossval(config: CrossvalConfig) -> Plan:
     """Fail fast, in this process, on what would fail every engine (card, robot, policy file, sizes,
     unknown engine, unwritable output folder); then the plan."""
-    from crosssim.engines.base import registered_engines
+    from crosssim.engines import registered_engines
     from crosssim.policies import load_policy
     from crosssim.policies.load import prestart
     from crosssim.policies.sandbox import set_memory_limit
@@ -226,14 +226,14 @@ def plan_crossval(config: CrossvalConfig) -> Plan:
 def _cache(card: Card, harness: Harness, config: CrossvalConfig):
     if not config.cache:
         return None
-    from crosssim.profiles import load_profile
+    from crosssim.profiles import flat_settings, load_profile
     from crosssim.runner.cache import ResultCache, default_root
 
     profiles = {}
     for e in config.engines:
         try:
             p = load_profile(e)
-            profiles[e] = {"engine": p.engine, "settings": {**p.settings, **p.variant.settings()}}
+            profiles[e] = {"engine": p.engine, "settings": flat_settings(p)}
         except CrossSimError:
             profiles[e] = None
     return ResultCache(config.cache_dir or default_root(), card=card, scene=harness.scene, max_steps=config.max_steps,

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from crosssim.actuators import servo_replaced
-from crosssim.engines.base import Engine, EngineProfile, get_engine
+from crosssim.engines import Engine, EngineProfile, get_engine
 from crosssim.errors import EngineFailure
-from crosssim.profiles import check_settings
 from crosssim.variant import Variant, compile_model
 
 
@@ -35,10 +34,9 @@ def open_engine(profile: EngineProfile, scene, perturbation: Variant | None = No
                 base: Variant | None = None) -> Simulator:
     """Compile ``scene`` with ``base`` (the card's own model changes: ``Harness.model_variant``),
     the profile's variant on top of it and ``perturbation`` on top of that, and build the engine
-    from it. EngineUnavailable propagates with its install hint; settings the engine does
-    not read are refused naming the profile file."""
+    from it. EngineUnavailable propagates with its install hint (the profile's settings were
+    typed, and a key the engine does not read refused, when the profile was read)."""
     engine = get_engine(profile.engine)
-    check_settings(profile, engine)
     _check_base(engine, profile, scene)
     variant = servo_replaced((base or Variant()).then(profile.variant).then(perturbation or Variant()))
     compiled = compile_model(scene, variant.model)

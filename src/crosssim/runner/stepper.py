@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 
 from crosssim.actuators import build_actuator
-from crosssim.engines.base import check_finite
+from crosssim.engines.common import check_finite
 from crosssim.errors import CrossSimError
 from crosssim.frame import InitialState, SimFrame
 from crosssim.perturb import ActuatorChain

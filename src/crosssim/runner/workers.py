@@ -137,7 +137,7 @@ def execute_job(job: EngineJob, emit) -> None:
         if not run_condition(condition, fields, [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
             return
     if job.sweeps:
-        from crosssim.engines.base import get_engine
+        from crosssim.engines import get_engine
         from crosssim.sweep import search_family
 
         metric = lambda payloads: harness.task.metric_values(payload_frame(payloads), job.metric)  # noqa: E731
