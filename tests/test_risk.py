@@ -184,8 +184,12 @@ def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
         assert c.curves["mujoco"] and all(p.episodes == 2 for p in c.curves["mujoco"])
     df0, df1 = (pd.read_parquet(tmp_path / f"run{k}" / "results.parquet") for k in range(2))
     pd.testing.assert_frame_equal(df0, df1)  # the second run read every row from the cache
-    assert len(df0) > 2 and set(df0.condition) - {"nominal"} <= {c for lad in TINY.values()
-                                                                 for c in map(lad.condition, (1, 2))}
+    from crosssim.rehearsal import scale_of
+
+    rehearsed = {c for c in df0.condition if scale_of(c) is not None}
+    assert "rehearsal" in rehearsed and risk.rehearsal is not None and risk.verdict == risk.rehearsal.verdict
+    assert len(df0) > 2 and set(df0.condition) - {"nominal"} - rehearsed <= {c for lad in TINY.values()
+                                                                             for c in map(lad.condition, (1, 2))}
     again = runs[1].summary.risk
     assert {n: c.margin for n, c in again.components.items()} == {n: c.margin for n, c in risk.components.items()}
     assert sum(risk.verdict_support.values()) == pytest.approx(1.0) and again.verdict_support == risk.verdict_support

@@ -231,6 +231,59 @@ class RiskAggregate:
 
 
 @dataclass(frozen=True)
+class RehearsalEngine:
+    """One engine column's rehearsal at the expected gap."""
+
+    episodes: int
+    """Rehearsal episodes that ran (engine failures excluded)."""
+    loss: float
+    """Share of this engine's nominal metric lost (paired episodes), in [0, 1]."""
+    failure_rate: float
+    """Share of rehearsal episodes that ended early (fell, left the healthy range)."""
+    nominal_failure_rate: float
+    """The same share with no gap."""
+    counted: bool
+    """Whether it counts in the pooled numbers: the policy works there at nominal (engine weight)."""
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    """The deployment rehearsal (crosssim.rehearsal): the policy under every gap at once, each
+    episode drawing one reality from the expected deployment distribution. Its class is the verdict."""
+
+    verdict: str
+    """"low", "medium", "high" or "unknown", from the bands at the expected gap."""
+    loss: float
+    """Predicted share of the metric lost at the expected gap, pooled over the counted engines."""
+    loss_ci95: tuple[float, float]
+    """Bootstrap over episodes (the same resampled episodes, so the same realities, in every engine)."""
+    failure_rate: float
+    """Share of rehearsal episodes ending early, pooled."""
+    failure_ci95: tuple[float, float]
+    """Wilson interval of the pooled failure rate."""
+    nominal_failure_rate: float
+    episodes: int
+    """Pooled rehearsal episodes."""
+    support: dict[str, float]
+    """Share of the bootstrap resamples giving each class."""
+    margin: float
+    """Joint margin: the largest scale of the whole distribution that still passes (not high) in the
+    reference engine; 1 is the expected gap."""
+    margin_censored: bool
+    """True when no visited scale failed: the margin is a lower bound."""
+    margin_points: list[tuple[float, float]]
+    """Visited (scale, badness) points of the search in the reference engine (badness 1 is the pass edge)."""
+    engines: dict[str, RehearsalEngine]
+    axes: list[tuple[str, typing.Any, str]]
+    """The distribution: (axis, value at the expected gap, family)."""
+    shares: dict[str, float]
+    """Diagnosis: each family's share of the single-family losses at the expected gap (its ladder),
+    i.e. what eats the headroom."""
+    bands: dict[str, list[tuple[str, float]]]
+    """The class bands used: {"loss": [(class, max)], "failure": [(class, max)]}."""
+
+
+@dataclass(frozen=True)
 class RiskProfile:
     """The transfer-risk profile (crosssim.risk): per-family margins against the expected
     deployment gap, and the verdict."""
@@ -261,6 +314,9 @@ class RiskProfile:
     """Share of the bootstrap resamples of the sweep episodes (visited rungs held fixed) whose
     verdict rule gives each class; below the ``verdict_support_min`` threshold for the verdict the
     message calls it uncertain. Empty without resamples. Optional (older summaries lack it)."""
+    rehearsal: Rehearsal | None = None
+    """The deployment rehearsal, whose class is the verdict; None on a harness mismatch and in
+    summaries written before it existed."""
 
     @property
     def uncertain(self) -> bool:

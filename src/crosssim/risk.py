@@ -90,7 +90,8 @@ class _Curves:
 
     def __init__(self, df, metric_values, engines, fraction: float, ladders):
         self.fraction = fraction
-        rung_rows = df[df.condition != "nominal"]
+        rungs = {lad.condition(k) for lad in ladders.values() for k in range(1, lad.rungs + 1)}
+        rung_rows = df[df.condition.isin(rungs)]  # the ladders' rows only (not the rehearsal's)
         self.episodes = sorted(set(rung_rows.episode)) if len(rung_rows) else []
         self.nominal = {e: _values(df, metric_values, e, "nominal", self.episodes) for e in engines}
         self.rungs: dict[tuple[str, str], list[tuple[int, float, np.ndarray]]] = {}
@@ -163,7 +164,7 @@ def _ratio(a: float, b: float | None) -> float | None:
 
 def risk_profile(df, card, *, ladders: dict[str, Ladder], reference: str, seed: int = 0, resamples: int = 500,
                  hints=None, task=None, max_steps: int | None = None, fraction: float = PASS_FRACTION,
-                 control_period: float | None = None) -> RiskProfile:
+                 control_period: float | None = None, rehearsal: tuple = ()) -> RiskProfile:
     """Profile from crossval rows (columns engine, condition, episode, return, failure, ...; rung
     conditions ``<family>@<k>`` as the sweeps visited them) on ``ladders``, the ones the sweeps
     ran (the plan's: crosssim.runner.crossval.Plan.ladders), on the card's metric (else the task's
@@ -239,7 +240,15 @@ def risk_profile(df, card, *, ladders: dict[str, Ladder], reference: str, seed: 
     if resamples and n > 1:
         votes = [verdict_class({f: draws[f][i] for f in ladders}, gaps) for i in range(resamples)]
         support = {v: votes.count(v) / len(votes) for v in VERDICT_ORDER if v in votes}
-    return _verdict(components, weights, check, dict(common, sweep_episodes=n, verdict_support=support))
+    rehearsed = None
+    if rehearsal:
+        from crosssim.rehearsal import score
+
+        rehearsed = score(df, values, reference=reference, axes=rehearsal,
+                          counted={e for e, w in weights.items() if w >= MIN_ENGINE_WEIGHT},
+                          family_losses={f: c.drop_at_gap for f, c in components.items() if c.gap is not None},
+                          sweep_episodes=list(curves.episodes), seed=seed, resamples=resamples)
+    return _verdict(components, weights, check, dict(common, sweep_episodes=n, verdict_support=support), rehearsed)
 
 
 def verdict_class(numbers: dict[str, tuple], gaps: dict[str, float | None]) -> str:
@@ -253,8 +262,9 @@ def verdict_class(numbers: dict[str, tuple], gaps: dict[str, float | None]) -> s
     return min(classes, key=VERDICT_ORDER.index) if classes else "low"
 
 
-def _verdict(components: dict[str, RiskComponent], weights, check, common) -> RiskProfile:
-    """The least-headroom family decides; the message names it with its margin and the gap."""
+def _verdict(components: dict[str, RiskComponent], weights, check, common, rehearsal=None) -> RiskProfile:
+    """The rehearsal decides when it ran (its class, loss and failure rate lead the message; the
+    least-headroom family follows as the diagnosis); without it the least-headroom family decides."""
     metric = common["metric"]
     scored = {f: c for f, c in components.items() if c.gap is not None}
     if not scored:
@@ -293,8 +303,33 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common) -> Ri
         others = ", ".join(f"{v} {support_text(p)}" for v, p in support.items() if v != verdict)
         message += (f"; uncertain: {verdict} in {support_text(support.get(verdict, 0.0))} of the bootstrap resamples of the "
                     f"sweep episodes ({others}): more --sweep-episodes narrow it")
+    if rehearsal is not None and rehearsal.verdict != "unknown":
+        import dataclasses
+
+        verdict = rehearsal.verdict
+        message = f"{rehearsal_text(rehearsal, common['metric'])}; diagnosis (ladders): {message.split(': ', 1)[-1]}"
+        agg = dataclasses.replace(agg, drop=rehearsal.loss, ci95=rehearsal.loss_ci95)
+        common = dict(common, verdict_support=rehearsal.support)
+        if verdict_uncertain(rehearsal.support, verdict, common["thresholds"]):
+            message += (f"; uncertain: {verdict} in {support_text(rehearsal.support.get(verdict, 0.0))} of the "
+                        "bootstrap resamples of the rehearsal episodes: more --episodes narrow it")
     return RiskProfile(harness_check=check, components=components, aggregate=agg, verdict=verdict, driver=driver,
-                       message=message, engine_disagreement=disagreement, **common)
+                       message=message, engine_disagreement=disagreement, rehearsal=rehearsal, **common)
+
+
+def rehearsal_text(r, metric: str) -> str:
+    """The rehearsal's finding in one sentence (the verdict's first)."""
+    lo, hi = r.loss_ci95
+    flo, fhi = r.failure_ci95
+    counted = [e for e, x in r.engines.items() if x.counted]
+    margin = ("unknown" if not np.isfinite(r.margin) else
+              f"{'>= ' if r.margin_censored else ''}{r.margin:.2f}x the expected gap")
+    eats = ", ".join(f"{f} {100 * v:.0f}%" for f, v in sorted(r.shares.items(), key=lambda kv: -kv[1]))
+    return (f"{r.verdict} risk: rehearsing the deployment (every gap at once, {r.episodes} episodes in "
+            f"{', '.join(counted)}), the policy loses {100 * r.loss:.0f}% [{100 * lo:.0f}%, {100 * hi:.0f}%] of its "
+            f"{metric} and {100 * r.failure_rate:.0f}% [{100 * flo:.0f}%, {100 * fhi:.0f}%] of episodes end early "
+            f"(nominal: {100 * r.nominal_failure_rate:.0f}%); joint margin {margin}"
+            + (f"; what eats the headroom: {eats}" if eats else ""))
 
 
 def settings_text(settings: dict[str, float]) -> str:

@@ -225,12 +225,14 @@ def rung_passes(nominal, rung, fraction: float = PASS_FRACTION) -> bool:
     return bool(np.isfinite(r) and r >= fraction)
 
 
-def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION) -> list[tuple[int, bool]]:
+def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION, judge=None) -> list[tuple[int, bool]]:
     """The bisection of one family in one engine, wherever its rows come from.
 
     ``rungs``: (condition, Variant fields) of rungs 1..K; ``rows_of(condition, fields)``:
     the rows of the sweep episodes under a condition (None for a missing one; the engine worker
-    runs what it lacks, the parent only reads); ``metric(rows)``: per-row metric values.
+    runs what it lacks, the parent only reads); ``metric(rows)``: per-row metric values;
+    ``judge(nominal rows, rung rows)``: whether a rung passes, when the family has its own
+    criterion (the rehearsal's failure-aware one), else the metric keeps ``fraction`` of nominal.
     Returns the visited (rung, passed) pairs (``bisect_rungs``)."""
     base = rows_of("nominal", {})
     if not base or any(r is None for r in base):
@@ -242,6 +244,6 @@ def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION) -> li
         rows = rows_of(condition, fields)
         if not rows or any(r is None for r in rows):
             return None
-        return rung_passes(nominal, metric(rows), fraction)
+        return judge(base, rows) if judge is not None else rung_passes(nominal, metric(rows), fraction)
 
     return bisect_rungs(len(rungs), passes)

@@ -70,7 +70,8 @@ def summarize(plan: Plan, df, got: Collected) -> RunSummary:
         def profile(hints):
             return risk_profile(df, card, reference=reference, seed=config.seed, hints=hints, task=plan.harness.task,
                                 max_steps=config.max_steps, fraction=config.pass_fraction,
-                                control_period=plan.harness.control_dt, ladders=plan.ladders)
+                                control_period=plan.harness.control_dt, ladders=plan.ladders,
+                                rehearsal=plan.rehearsal)
 
         risk = profile(hints)
         if risk.harness_check.status == "mismatch":  # rank the card's suspects by running their fixes

@@ -97,6 +97,9 @@ class ResultCache:
         profile = self._profiles.get(engine) or [None, profile_digest(engine)]
         if fields.get("actuator"):  # a swept actuator file: its bytes, not only its path
             fields = {**fields, "actuator_digest": actuator_digest(fields["actuator"])}
+        rehearsed = [a[1] for a in (fields.get("rehearsal") or {}).get("axes", []) if a[0] == "actuator"]
+        if rehearsed:  # the rehearsal's real-motor model: its bytes too
+            fields = {**fields, "actuator_digest": actuator_digest(rehearsed[0])}
         text = json.dumps([self._base, engine, profile, condition, fields, seed], sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 

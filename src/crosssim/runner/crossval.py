@@ -21,6 +21,8 @@ from crosssim import options
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
 from crosssim.options import option
+from crosssim.rehearsal import FAMILY as REHEARSAL, RealityAxis, distribution
+from crosssim.rehearsal import fields as rehearsal_fields, rungs as rehearsal_rungs
 from crosssim.results import AuditEntry, EpisodeRow
 from crosssim.runfolder import RunFolder
 from crosssim.runner.harness import Harness
@@ -130,6 +132,10 @@ class Plan:
     (crosssim.runner.ladders.ladders_for); empty with --no-risk."""
     metric: str = "return"
     """The task metric the sweeps and the verdict use (the card's, else the task's primary)."""
+    rehearsal: tuple[RealityAxis, ...] = ()
+    """The expected deployment distribution the rehearsal draws each episode's reality from
+    (crosssim.rehearsal); empty with --no-risk. Its condition runs every episode, its joint-margin
+    search is a sweep of its own."""
     policy: object = field(default=None, compare=False, repr=False)
     """The policy the plan loaded to check it; a sandboxed one is handed to the first engine
     worker (crosssim.policies.sandbox.Handoff) instead of starting a second process; closed by ``execute``."""
@@ -142,8 +148,9 @@ class Plan:
     def sweeps(self) -> tuple[tuple[str, tuple[tuple[str, dict], ...]], ...]:
         """(family, ((condition, Variant fields) for rungs 1..K)) searched by bisection after the
         conditions (crosssim.sweep), one per ladder."""
-        return tuple((name, tuple((lad.condition(k), lad.fields(k)) for k in range(1, lad.rungs + 1)))
-                     for name, lad in self.ladders.items())
+        ladders = tuple((name, tuple((lad.condition(k), lad.fields(k)) for k in range(1, lad.rungs + 1)))
+                        for name, lad in self.ladders.items())
+        return ladders + (((REHEARSAL, rehearsal_rungs(self.rehearsal)),) if self.rehearsal else ())
 
     @property
     def sweep_episodes(self) -> tuple[tuple[int, int], ...]:
@@ -217,10 +224,18 @@ def plan_crossval(config: CrossvalConfig) -> Plan:
     if not 0 < config.pass_fraction < 1:
         raise CrossSimError(f"--pass-fraction must be between 0 and 1 (a share of nominal), got {config.pass_fraction}")
     episodes = tuple((i, config.seed + i) for i in range(config.episodes))
-    return Plan(config=config, card=card, harness=harness, folder=folder, conditions=(("nominal", {}),),
-                episodes=episodes, cache=_cache(card, harness, config),
-                ladders=ladders_for(card, harness) if config.risk else {},
-                metric=card.metric or harness.task.primary_metric, policy=policy)
+    ladders = ladders_for(card, harness) if config.risk else {}
+    rehearsal = ()
+    conditions: tuple[tuple[str, dict], ...] = (("nominal", {}),)
+    if config.risk:
+        from crosssim.deployment import deployment_gap
+
+        rehearsal = distribution(deployment_gap(card, harness.task)[0].axes(harness.control_dt), ladders)
+        if rehearsal:  # every episode also runs once under a reality drawn from the deployment distribution
+            conditions += ((REHEARSAL, rehearsal_fields(rehearsal)),)
+    return Plan(config=config, card=card, harness=harness, folder=folder, conditions=conditions,
+                episodes=episodes, cache=_cache(card, harness, config), ladders=ladders,
+                metric=card.metric or harness.task.primary_metric, policy=policy, rehearsal=rehearsal)
 
 
 def _cache(card: Card, harness: Harness, config: CrossvalConfig):
@@ -305,6 +320,7 @@ def _light(row: dict) -> dict:
 def _keep_visited(plan: Plan, got: Collected, cached_rungs: dict[str, list[dict]]) -> None:
     """Add to ``got`` the cached rung rows the sweep search visits: the same search the workers ran,
     replayed on the rows now known, so the stored rows never depend on what the cache held."""
+    from crosssim.rehearsal import judge
     from crosssim.runner.workers import payload_frame
     from crosssim.sweep import search_family
 
@@ -330,7 +346,8 @@ def _keep_visited(plan: Plan, got: Collected, cached_rungs: dict[str, list[dict]
                         out.append(None)
                 return out
 
-            search_family(rungs, rows_of, metric, plan.config.pass_fraction)
+            search_family(rungs, rows_of, metric, plan.config.pass_fraction,
+                          judge(metric) if family == REHEARSAL else None)
             for row in used:
                 if (row["condition"], int(row["episode"])) not in fresh:
                     got.add(plan.card.name, e, dict(row))

@@ -75,6 +75,8 @@ def execute_job(job: EngineJob, emit) -> None:
     from crosssim.policies.load import prestart
     from crosssim.profiles import load_profile
     from crosssim.runner.batched import can_batch, run_episodes_lockstep
+    from crosssim.engines import get_engine
+    from crosssim.rehearsal import FAMILY as REHEARSAL, draw
     from crosssim.runner.rollout import Harness, run_episode
     from crosssim.runner.simulator import open_engine
     from crosssim.variant import Variant
@@ -100,9 +102,22 @@ def execute_job(job: EngineJob, emit) -> None:
         seen[(payload["condition"], int(payload["episode"]))] = payload
         emit("row", payload)
 
+    can_push = get_engine(profile.engine).capabilities.push
+
     def run_condition(condition: str, fields: dict, todo) -> bool:
-        """Run ``todo`` episodes under one condition; False when the engine failed (reported)."""
-        perturbation = Variant.of(**fields)
+        """Run ``todo`` episodes under one condition; False when the engine failed (reported). A
+        rehearsal condition runs each episode under its own reality, drawn from its seed."""
+        if REHEARSAL in fields:
+            for episode, seed in todo:
+                drawn = draw(fields[REHEARSAL], seed)
+                if not can_push:  # as the push ladder: an engine that cannot push rehearses without it
+                    drawn.pop("push_impulse", None)
+                if not run_variant(condition, Variant.of(**drawn), [(episode, seed)], batch=False):
+                    return False
+            return True
+        return run_variant(condition, Variant.of(**fields), todo)
+
+    def run_variant(condition: str, perturbation, todo, *, batch: bool = True) -> bool:
         if not todo and not perturbation.is_nominal:
             return True
         try:
@@ -114,7 +129,7 @@ def execute_job(job: EngineJob, emit) -> None:
             if perturbation.is_nominal:
                 emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in sim.engine.audit(sim.model)])
             record = job.episodes[0][0] if job.record and perturbation.is_nominal else None
-            if job.batch and can_batch(sim.engine, policy, sim.model):
+            if job.batch and batch and can_batch(sim.engine, policy, sim.model):
                 rows = {i: k for k, (i, _) in enumerate(job.episodes)}
                 run_episodes_lockstep(
                     sim, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
@@ -137,11 +152,10 @@ def execute_job(job: EngineJob, emit) -> None:
         if not run_condition(condition, fields, [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
             return
     if job.sweeps:
-        from crosssim.engines import get_engine
+        from crosssim.rehearsal import judge
         from crosssim.sweep import search_family
 
         metric = lambda payloads: harness.task.metric_values(payload_frame(payloads), job.metric)  # noqa: E731
-        can_push = get_engine(profile.engine).capabilities.push
         for family, rungs in job.sweeps:
             if not can_push and any(f.get("push_impulse") for _, f in rungs):
                 continue  # an engine that cannot push shows no push margin ("—"), not an engine failure
@@ -152,7 +166,7 @@ def execute_job(job: EngineJob, emit) -> None:
                     raise _EngineFailed
                 return [seen.get((condition, i)) for i, _ in job.sweep_episodes]
             try:
-                search_family(rungs, rows_of, metric, job.fraction)
+                search_family(rungs, rows_of, metric, job.fraction, judge(metric) if family == REHEARSAL else None)
             except _EngineFailed:
                 return
     import resource
