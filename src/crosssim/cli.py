@@ -54,7 +54,8 @@ class GateArgs:
     policy: str | None = option(None, help="Policy card to evaluate now (never trusted: no code from it runs).")
     baseline: str | None = option(None, help="Crossval output folder of the baseline (the policy on the target branch).")
     baseline_ref: str | None = option(
-        None, help="Git ref: evaluate the same card path as it is at this ref, same seeds.")
+        None, help="Git ref: evaluate the card this policy replaces at this ref (same path, replaces:, name, weights or "
+                   "a git rename), same seeds; the policy itself runs in that card's robot and deployment gap.")
     base: str | None = option(
         None, help="Trusted git ref: thresholds and engine profiles are read from it (default: --baseline-ref).")
     engines: tuple[str, ...] = same_as(CrossvalConfig, "engines")
@@ -276,6 +277,8 @@ def cmd_gate(args) -> int:
     from crosssim.runner.cache import default_root
     from crosssim.text import no_workflow_commands
 
+    if not (args.run or args.policy):
+        raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
     engines = args.engines
     base_ref = getattr(args, "base", None) or args.baseline_ref
     _interrupt_on_sigterm()  # a cancelled CI job still removes the base tree it extracted
@@ -311,35 +314,45 @@ def cmd_gate(args) -> int:
             print("gate: no --base/--baseline-ref: thresholds and engine profiles are read from the working tree "
                   "(fine for your own checkout; in CI pass the base branch)", file=sys.stderr)
             config = gate.GateConfig.load(Path(args.config) if args.config else None)
-        out = None  # where a baseline evaluated now goes: beside a run made now
-        if args.run:
-            summary = read_summary(Path(args.run))
-        elif args.policy:
-            if trusted:
-                confine(Path(args.policy), trusted.root)
-            run = evaluate(args.policy, args.out, "pr")
-            summary, out = run.summary, run.out
-        else:
-            raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
-        baseline = None
-        if args.baseline:
-            baseline = read_summary(Path(args.baseline))
-        elif args.baseline_ref:
-            from crosssim.gitutil import in_tree
-            from crosssim.trust import trusted_base
+        if args.policy and trusted:
+            confine(Path(args.policy), trusted.root)
+        against = None  # the policy as the base branch sees it (crosssim.pairing.AgainstBase)
+        if args.baseline_ref and not args.baseline:
+            from crosssim.pairing import against_base
+            from crosssim.results import card_path
 
             base = trusted if trusted.ref == args.baseline_ref else stack.enter_context(
                 trusted_base(args.baseline_ref, root=trusted.root))
-            old = in_tree(Path(summary.card), base.root, base.tree)
-            if not old.is_file():
-                print(f"baseline: {printable(summary.card)} does not exist at {printable(args.baseline_ref)} "
-                      "(new policy): no regression check", file=sys.stderr)
-            else:
-                confine(old, base.tree)
-                baseline = evaluate(str(old), str(out / "baseline") if out else None, "baseline").summary
+            given = card_path(Path(args.run), read_summary(Path(args.run))) if args.run else Path(args.policy)
+            against = against_base(given, base)
+        out = None  # where a baseline evaluated now goes: beside a run made now
+        if args.run:
+            summary = read_summary(Path(args.run))
+        else:
+            policy = args.policy
+            if against is not None and against.base_card is not None:
+                import tempfile
+
+                from crosssim.pairing import comparison_card
+
+                # The regression check runs the pull request's policy in the base branch's world.
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="crosssim-gate-card-")))
+                policy = str(comparison_card(against.card, against.base_card, folder))
+            run = evaluate(policy, args.out, "pr")
+            summary, out = run.summary, run.out
+        baseline = base_branch = None
+        if args.baseline:
+            baseline = read_summary(Path(args.baseline))
+        elif against is not None:
+            pairing = against.pairing
+            base_branch = gate.BaseBranch(pairing.how, against.physical_changes, pairing.removed)
+            print(f"baseline: {pairing.how}", file=sys.stderr)
+            if against.base_card is not None:
+                baseline = evaluate(str(against.base_card.path), str(out / "baseline") if out else None,
+                                    "baseline").summary
                 if out is not None:
                     _report_with_baseline(out)
-    decision = gate.decide(summary, config, baseline)
+    decision = gate.decide(summary, config, baseline, base_branch)
     md = gate.markdown(summary, decision)
     print(no_workflow_commands(md))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
