@@ -20,9 +20,10 @@ from crosssim.runner.crossval import CrossvalConfig
 from crosssim.text import printable
 from crosssim.train import TrainConfig
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH = 0, 1, 2, 4
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH, EXIT_ENGINE_FAILED = 0, 1, 2, 4, 5
 """Exit statuses: success; an error crosssim explains; a bad command line (argparse's 2); ``audit`` found a
-parameter an engine does not reproduce (3 is the gate's WARN, see crosssim.gate)."""
+parameter an engine does not reproduce (3 is the gate's WARN, see crosssim.gate); ``crossval`` ran, wrote its
+results, and every episode of an engine column failed (NaN actions, a crashed engine, a profile typo)."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,18 @@ def cmd_crossval(args) -> int:
         print(f"report: {run.report}")
     elif run.report_error:
         print(f"report not written: {run.report_error}", file=sys.stderr)
+    dead = failed_engines(run.summary)
+    if dead:
+        print(f"crossval: every episode failed in {', '.join(printable(e) for e in dead)}: its numbers mean nothing "
+              f"(exit {EXIT_ENGINE_FAILED}; the failures are in results.parquet's failure column)", file=sys.stderr)
+        return EXIT_ENGINE_FAILED
     return EXIT_OK
+
+
+def failed_engines(summary) -> list[str]:
+    """Engine columns of a crosssim.results.RunSummary that produced no episode: none ran, or every
+    one failed (an engine error that cost some episodes is not this: the others count)."""
+    return [e for e, s in summary.engines.items() if s.episodes == 0 or s.failed >= s.episodes]
 
 
 def cmd_audit(args) -> int:
@@ -465,7 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
         c.set_defaults(func=func)
         return c
 
-    command("crossval", cmd_crossval, "run a policy in several engines and compare", CrossvalConfig, CrossvalOutput)
+    command("crossval", cmd_crossval, "run a policy in several engines and compare (exit "
+            f"{EXIT_ENGINE_FAILED} if every episode of an engine failed)", CrossvalConfig, CrossvalOutput)
     command("audit", cmd_audit, "model parameters read back from each engine vs the canonical model "
             f"(exit {EXIT_MISMATCH} if one does not match)", AuditConfig)
     command("report", cmd_report, "(re)generate report.html from a run folder", ReportConfig)
