@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from crosssim.gate import EXIT_FAIL, EXIT_PASS, EXIT_WARN, FAIL, PASS, WARN, GateConfig, decide, junit, markdown
+from crosssim.gate import (EXIT_FAIL, EXIT_PASS, EXIT_WARN, FAIL, INFO, PASS, WARN, BaseBranch, GateConfig, decide, junit,
+                           markdown)
 from crosssim.errors import CrossSimError
 from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskProfile, RunSummary
 
@@ -26,12 +27,12 @@ def _engine(mean_return, drop, failed=0, error=None, halfwidth=0.0) -> EngineSum
 
 
 def _summary(ref_return=1000.0, other_drop=0.1, risk=0.1, verdict=None, failed=0, error=None, halfwidth=0.0,
-             message=None) -> RunSummary:
+             message=None, success=1.0) -> RunSummary:
     engines = {"mujoco": _engine(ref_return, 0.0, halfwidth=halfwidth),
                "pybullet": _engine(ref_return * (1 - other_drop), other_drop, failed, error)}
     v = verdict or ("low" if risk < 0.15 else "medium" if risk < 0.35 else "high")
     profile = RiskProfile(
-        harness_check=HarnessCheck(status="ok", message="ok"), components={},
+        harness_check=HarnessCheck(status="ok", message="ok", measured={"success": success}), components={},
         aggregate=RiskAggregate(drop=risk, ci95=(risk, risk), engine_weights={}),
         verdict=v, driver="actuation", message=message or f"{v} risk", reference_engine="mujoco", thresholds={})
     return RunSummary(crosssim_version="test", policy="p", card="card.yaml", policy_file="p.pt", policy_sha256=None,
@@ -39,12 +40,32 @@ def _summary(ref_return=1000.0, other_drop=0.1, risk=0.1, verdict=None, failed=0
                       created="", risk=profile)
 
 
+def _no_risk(status="mismatch", success=0.0, **kw) -> RunSummary:
+    """A ``crossval --no-risk`` run: no risk profile, its own harness check."""
+    check = HarnessCheck(status=status, message=f"harness check {status}: {100 * success:.0f}% of episodes succeed",
+                         measured={"success": success})
+    return dataclasses.replace(_summary(**kw), risk=None, harness_check=check)
+
+
 CFG = GateConfig()
 LIMITS = GateConfig(max_risk=0.5, warn_risk=0.35, max_engine_drop=0.5)
 CASES = [
     # (name, summary, baseline, config, expected status)
     ("all good", _summary(), None, CFG, PASS),
-    ("absolute limits are off by default", _summary(risk=0.9, other_drop=0.9), None, CFG, PASS),
+    ("opt-in absolute limits are off with a baseline", _summary(risk=0.9, other_drop=0.9),
+     _summary(risk=0.85, other_drop=0.9), CFG, PASS),
+    ("a new policy's high risk warns", _summary(risk=0.9, other_drop=0.9), None, CFG, WARN),
+    ("a new policy's high risk can fail", _summary(risk=0.9), None, GateConfig(new_policy_high_risk="fail"), FAIL),
+    ("a new policy's high risk can be ungated", _summary(risk=0.9), None, GateConfig(new_policy_high_risk="off"),
+     PASS),
+    ("a new policy's medium risk passes", _summary(risk=0.3), None, CFG, PASS),
+    ("a new policy that mostly fails its task", _summary(success=0.6), None, CFG, FAIL),
+    ("a new policy's success floor can be off", _summary(success=0.6), None, GateConfig(new_policy_min_success=0.0),
+     PASS),
+    ("a paired policy has no success floor", _summary(success=0.6), _summary(success=0.6), CFG, PASS),
+    ("--no-risk harness mismatch", _no_risk(), None, GateConfig(new_policy_min_success=0.0), FAIL),
+    ("--no-risk harness mismatch with a baseline", _no_risk(), _no_risk(), CFG, FAIL),
+    ("--no-risk harness ok", _no_risk("ok", 1.0), _no_risk("ok", 1.0), CFG, PASS),
     ("risk above warn", _summary(risk=0.4), None, LIMITS, WARN),
     ("risk above max", _summary(risk=0.6), None, LIMITS, FAIL),
     ("harness mismatch", _summary(verdict="harness mismatch"), None, CFG, FAIL),
@@ -63,6 +84,52 @@ CASES = [
 @pytest.mark.parametrize("name,summary,baseline,config,expected", CASES, ids=[c[0] for c in CASES])
 def test_decision_table(name, summary, baseline, config, expected):
     assert decide(summary, config, baseline).status == expected
+
+
+PAIRED = "paired with policies/hop/card.yaml at main by the card name 'hop'"
+BASE_CASES = [
+    # (name, baseline, BaseBranch, config, expected status, the check that shows it)
+    ("paired, nothing physical changed", _summary(), BaseBranch(PAIRED), CFG, PASS, "physical files changed"),
+    ("a changed robot warns by default", _summary(), BaseBranch(PAIRED, ("robots/hopper.xml (changed)",)), CFG, WARN,
+     "physical files changed"),
+    ("a changed robot can fail", _summary(), BaseBranch(PAIRED, ("card field robot",)),
+     GateConfig(physical_changes="fail"), FAIL, "physical files changed"),
+    ("a new profile warns a new policy too", None, BaseBranch("no card", ("simulators/mujoco.yaml (new)",)), CFG, WARN,
+     "physical files changed"),
+    ("new policy, nothing removed", None, BaseBranch("no card"), CFG, PASS, "baseline"),
+    ("new policy while a base card goes", None, BaseBranch("no card", (), ("policies/hop/card.yaml",)), CFG, WARN,
+     "baseline"),
+]
+
+
+@pytest.mark.parametrize("name,baseline,base,config,expected,check", BASE_CASES, ids=[c[0] for c in BASE_CASES])
+def test_decision_with_the_base_branch(name, baseline, base, config, expected, check):
+    decision = decide(_summary(), config, baseline, base)
+    assert decision.status == expected, decision.checks
+    line = next(c for c in decision.checks if c.name == check)
+    assert line.status in (expected, INFO), line
+    if expected != PASS:
+        assert decision.reason == line
+
+
+def test_pairing_and_new_policy_are_said():
+    paired = decide(_summary(), CFG, _summary(), BaseBranch(PAIRED))
+    assert next(c for c in paired.checks if c.name == "baseline").message == PAIRED
+    new = decide(_summary(), CFG, None, BaseBranch("policies/x/card.yaml is paired with no card at main"))
+    text = next(c for c in new.checks if c.name == "baseline").message
+    assert text.startswith("new policy: judged by absolute thresholds") and "paired with no card at main" in text
+    alone = next(c for c in decide(_summary(), CFG).checks if c.name == "baseline").message
+    assert alone.endswith("no baseline given")
+
+
+def test_decide_is_a_list_of_named_checks():
+    """Issue 32: decide reads as its checks; each is a small function of its own."""
+    import inspect
+
+    from crosssim import gate
+
+    assert len(inspect.getsource(gate.decide).splitlines()) <= 12
+    assert all(c.__name__.startswith("check_") and len(inspect.getsource(c).splitlines()) <= 30 for c in gate.CHECKS)
 
 
 def test_summary_leads_with_the_decisive_reason():
@@ -135,6 +202,15 @@ def test_config_from_toml(tmp_path):
     (tmp_path / "crosssim.toml").write_text("[gate]\nmax_rsk = 0.7\n")
     with pytest.raises(CrossSimError, match="unknown gate setting 'max_rsk'"):
         GateConfig.load(tmp_path / "crosssim.toml")
+    (tmp_path / "crosssim.toml").write_text('[gate]\nphysical_changes = "fail"\nnew_policy_high_risk = "off"\n'
+                                            "new_policy_min_success = 0.5\n")
+    cfg = GateConfig.load(tmp_path / "crosssim.toml")
+    assert (cfg.physical_changes, cfg.new_policy_high_risk, cfg.new_policy_min_success) == ("fail", "off", 0.5)
+    for bad, needle in (('physical_changes = "off"', '"warn" or "fail"'), ("new_policy_min_success = 1.5", "0 to 1"),
+                        ('new_policy_high_risk = true', '"warn" or "fail" or "off"')):
+        (tmp_path / "crosssim.toml").write_text(f"[gate]\n{bad}\n")
+        with pytest.raises(CrossSimError, match=needle):
+            GateConfig.load(tmp_path / "crosssim.toml")
 
 
 POLICY = ROOT / "policies" / "hopper-ppo-mujoco"

@@ -89,6 +89,8 @@ class Card:
     deployment: dict = field(default_factory=dict)
     """The expected deployment gap the card states (crosssim.deployment.KEYS, checked); empty: the
     robot class's default."""
+    replaces: str | None = None
+    """The base branch's card this one replaces, relative to this card's folder (read by the gate only)."""
     raw: dict = field(default_factory=dict, repr=False)
 
     def reference_engine(self, engines) -> str:
@@ -271,7 +273,7 @@ def load_card(path: str | Path) -> Card:
     if type(version) is not int or version != 1:
         raise CardError(f"{where}: field 'card_version' is {version!r}; this crosssim reads version 1")
     base = where.parent
-    name = " ".join(printable(str(_get(raw, "name", str, where, default=base.name))).split()) or printable(base.name)
+    name = card_name(_get(raw, "name", str, where), base)
     task = _get(raw, "task", str, where, required=True)
     from crosssim.tasks import registered_tasks, task_class
 
@@ -339,8 +341,13 @@ def load_card(path: str | Path) -> Card:
         trained_in=trained, validated_in=tuple(validated),
         claimed=claimed, joints=tuple(joints), observation=observation,
         task_options=dict(task_options), metric=metric, physics_timestep=physics_dt, first_call=first_call,
-        deployment=deployment, raw=raw,
+        deployment=deployment, replaces=_get(raw, "replaces", str, where), raw=raw,
     )
+
+
+def card_name(name, folder: Path) -> str:
+    """What results are filed under: the card's ``name`` as one printable line, else its folder's name."""
+    return " ".join(printable(str(name if name is not None else folder.name)).split()) or printable(folder.name)
 
 
 def _timing(raw: dict, where: Path) -> tuple[float | None, str]:

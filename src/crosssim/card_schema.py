@@ -195,6 +195,9 @@ class CardModel(_Section):
     """The task metric drops and the verdict use (default: the task's primary)."""
     deployment: DeploymentSection | None = None
     """The expected deployment gap (default: the robot class's, docs/risk.md)."""
+    replaces: StrictStr | None = None
+    """The gate: the base branch's card (or its folder) this policy replaces, relative to this card, when it is
+    renamed or moved; paired by name or weights otherwise (docs/security.md)."""
 
 
 def _sections() -> dict[str, type[BaseModel]]:

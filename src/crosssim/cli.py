@@ -20,9 +20,10 @@ from crosssim.runner.crossval import CrossvalConfig
 from crosssim.text import printable
 from crosssim.train import TrainConfig
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH = 0, 1, 2, 4
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH, EXIT_ENGINE_FAILED = 0, 1, 2, 4, 5
 """Exit statuses: success; an error crosssim explains; a bad command line (argparse's 2); ``audit`` found a
-parameter an engine does not reproduce (3 is the gate's WARN, see crosssim.gate)."""
+parameter an engine does not reproduce (3 is the gate's WARN, see crosssim.gate); ``crossval`` ran, wrote its
+results, and every episode of an engine column failed (NaN actions, a crashed engine, a profile typo)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ class GateArgs:
     policy: str | None = option(None, help="Policy card to evaluate now (never trusted: no code from it runs).")
     baseline: str | None = option(None, help="Crossval output folder of the baseline (the policy on the target branch).")
     baseline_ref: str | None = option(
-        None, help="Git ref: evaluate the same card path as it is at this ref, same seeds.")
+        None, help="Git ref: evaluate the card this policy replaces at this ref (same path, replaces:, name, weights or "
+                   "a git rename), same seeds; the policy itself runs in that card's robot and deployment gap.")
     base: str | None = option(
         None, help="Trusted git ref: thresholds and engine profiles are read from it (default: --baseline-ref).")
     engines: tuple[str, ...] = same_as(CrossvalConfig, "engines")
@@ -206,7 +208,18 @@ def cmd_crossval(args) -> int:
         print(f"report: {run.report}")
     elif run.report_error:
         print(f"report not written: {run.report_error}", file=sys.stderr)
+    dead = failed_engines(run.summary)
+    if dead:
+        print(f"crossval: every episode failed in {', '.join(printable(e) for e in dead)}: its numbers mean nothing "
+              f"(exit {EXIT_ENGINE_FAILED}; the failures are in results.parquet's failure column)", file=sys.stderr)
+        return EXIT_ENGINE_FAILED
     return EXIT_OK
+
+
+def failed_engines(summary) -> list[str]:
+    """Engine columns of a crosssim.results.RunSummary that produced no episode: none ran, or every
+    one failed (an engine error that cost some episodes is not this: the others count)."""
+    return [e for e, s in summary.engines.items() if s.episodes == 0 or s.failed >= s.episodes]
 
 
 def cmd_audit(args) -> int:
@@ -277,6 +290,8 @@ def cmd_gate(args) -> int:
     from crosssim.runner.cache import default_root
     from crosssim.text import no_workflow_commands
 
+    if not (args.run or args.policy):
+        raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
     engines = args.engines
     base_ref = getattr(args, "base", None) or args.baseline_ref
     _interrupt_on_sigterm()  # a cancelled CI job still removes the base tree it extracted
@@ -312,35 +327,45 @@ def cmd_gate(args) -> int:
             print("gate: no --base/--baseline-ref: thresholds and engine profiles are read from the working tree "
                   "(fine for your own checkout; in CI pass the base branch)", file=sys.stderr)
             config = gate.GateConfig.load(Path(args.config) if args.config else None)
-        out = None  # where a baseline evaluated now goes: beside a run made now
-        if args.run:
-            summary = read_summary(Path(args.run))
-        elif args.policy:
-            if trusted:
-                confine(Path(args.policy), trusted.root)
-            run = evaluate(args.policy, args.out, "pr")
-            summary, out = run.summary, run.out
-        else:
-            raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
-        baseline = None
-        if args.baseline:
-            baseline = read_summary(Path(args.baseline))
-        elif args.baseline_ref:
-            from crosssim.gitutil import in_tree
-            from crosssim.trust import trusted_base
+        if args.policy and trusted:
+            confine(Path(args.policy), trusted.root)
+        against = None  # the policy as the base branch sees it (crosssim.pairing.AgainstBase)
+        if args.baseline_ref and not args.baseline:
+            from crosssim.pairing import against_base
+            from crosssim.results import card_path
 
             base = trusted if trusted.ref == args.baseline_ref else stack.enter_context(
                 trusted_base(args.baseline_ref, root=trusted.root))
-            old = in_tree(Path(summary.card), base.root, base.tree)
-            if not old.is_file():
-                print(f"baseline: {printable(summary.card)} does not exist at {printable(args.baseline_ref)} "
-                      "(new policy): no regression check", file=sys.stderr)
-            else:
-                confine(old, base.tree)
-                baseline = evaluate(str(old), str(out / "baseline") if out else None, "baseline").summary
+            given = card_path(Path(args.run), read_summary(Path(args.run))) if args.run else Path(args.policy)
+            against = against_base(given, base)
+        out = None  # where a baseline evaluated now goes: beside a run made now
+        if args.run:
+            summary = read_summary(Path(args.run))
+        else:
+            policy = args.policy
+            if against is not None and against.base_card is not None:
+                import tempfile
+
+                from crosssim.pairing import comparison_card
+
+                # The regression check runs the pull request's policy in the base branch's world.
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="crosssim-gate-card-")))
+                policy = str(comparison_card(against.card, against.base_card, folder))
+            run = evaluate(policy, args.out, "pr")
+            summary, out = run.summary, run.out
+        baseline = base_branch = None
+        if args.baseline:
+            baseline = read_summary(Path(args.baseline))
+        elif against is not None:
+            pairing = against.pairing
+            base_branch = gate.BaseBranch(pairing.how, against.physical_changes, pairing.removed)
+            print(f"baseline: {pairing.how}", file=sys.stderr)
+            if against.base_card is not None:
+                baseline = evaluate(str(against.base_card.path), str(out / "baseline") if out else None,
+                                    "baseline").summary
                 if out is not None:
                     _report_with_baseline(out)
-    decision = gate.decide(summary, config, baseline)
+    decision = gate.decide(summary, config, baseline, base_branch)
     md = gate.markdown(summary, decision)
     print(no_workflow_commands(md))
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
@@ -455,7 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
         c.set_defaults(func=func)
         return c
 
-    command("crossval", cmd_crossval, "run a policy in several engines and compare", CrossvalConfig, CrossvalOutput)
+    command("crossval", cmd_crossval, "run a policy in several engines and compare (exit "
+            f"{EXIT_ENGINE_FAILED} if every episode of an engine failed)", CrossvalConfig, CrossvalOutput)
     command("audit", cmd_audit, "model parameters read back from each engine vs the canonical model "
             f"(exit {EXIT_MISMATCH} if one does not match)", AuditConfig)
     command("report", cmd_report, "(re)generate report.html from a run folder", ReportConfig)

@@ -1,6 +1,8 @@
 """The CI gate: a pure function of results, thresholds and an optional baseline run.
 
-``decide`` is tested from a table (tests/test_gate.py). Exit codes are named constants.
+``decide`` is a short list of named checks (``CHECKS``), each a pure function of a ``GateInput``
+with its message formatting beside it, tested from a table (tests/test_gate.py). Exit codes are
+named constants.
 Thresholds come from ``[tool.crosssim.gate]`` in pyproject.toml or ``[gate]`` in crosssim.toml;
 in gate mode with a base ref, as these files are on the base branch (never the pull request's).
 """
@@ -27,8 +29,10 @@ class GateConfig:
     """Thresholds; drops and risks are fractions of the reference engine's return.
 
     On by default: regression against the base branch's run of the same policy, judged with the
-    95% intervals so noise does not fail a pull request. Absolute limits (risk, engine drop,
-    minimum return) are off until a team sets them: a policy gated against itself always passes.
+    95% intervals so noise does not fail a pull request; for a policy with no baseline (a new
+    policy), absolute thresholds (``new_policy_*``); and a check line for every physical file a
+    pull request changes (``physical_changes``). The other absolute limits (risk, engine drop,
+    minimum return) are off until a team sets them.
     """
 
     max_risk: float | None = None
@@ -47,6 +51,15 @@ class GateConfig:
     """WARN when the aggregate risk rises more than this above the baseline's, intervals apart."""
     warnings_fail: bool = False
     """Exit 3 on WARN (otherwise WARN exits 0)."""
+    new_policy_min_success: float = 0.8
+    """A policy with no baseline FAILs when fewer than this share of its reference engine's nominal
+    episodes succeed by the task's success criterion (docs/risk.md; 0 turns it off)."""
+    new_policy_high_risk: str = "warn"
+    """What a HIGH transfer-risk verdict is for a policy with no baseline: "warn", "fail" or "off"."""
+    physical_changes: str = "warn"
+    """What a pull request that changes a physical file (MJCF, meshes, engine profiles, deployment
+    files, actuator nets, a card's robot or deployment fields) gets: "warn" or "fail". The
+    regression check runs on the base branch's physics either way; this line says the PR changes it."""
 
     @classmethod
     def load(cls, path: Path | None = None, *, folder: Path | None = None) -> "GateConfig":
@@ -75,14 +88,30 @@ class GateConfig:
             for key, value in table.items():
                 if key not in known:
                     raise CrossSimError(f"{where}: unknown gate setting {key!r}; {did_you_mean(key, sorted(known))}")
-                if key == "warnings_fail" and not isinstance(value, bool) or key != "warnings_fail" and not (
-                        finite(value) and (value >= 0 or key == "min_reference_return")):  # NaN would pass all
+                wanted = _setting_problem(key, value)
+                if wanted:
                     raise CrossSimError(f"{where}: gate setting {key!r} has the wrong type or value ({value!r}); "
-                                        f"{'true or false' if key == 'warnings_fail' else 'a finite number >= 0'}")
+                                        f"{wanted}")
             if table.keys() >= {"warn_risk", "max_risk"} and table["warn_risk"] > table["max_risk"]:
                 raise CrossSimError(f"{where}: gate warn_risk is above max_risk (WARN could never show); swap them")
             return cls(**table)
         return cls()
+
+
+CHOICES = {"new_policy_high_risk": ("warn", "fail", "off"), "physical_changes": ("warn", "fail")}
+"""The gate settings that are words, and the words each takes."""
+
+
+def _setting_problem(key: str, value) -> str:
+    """What ``key`` needs when ``value`` is not it (empty when it is fine)."""
+    if key == "warnings_fail":
+        return "" if isinstance(value, bool) else "true or false"
+    if key in CHOICES:
+        return "" if value in CHOICES[key] else " or ".join(f'"{c}"' for c in CHOICES[key])
+    if key == "new_policy_min_success":
+        return "" if finite(value) and 0 <= value <= 1 else "a share from 0 to 1"
+    ok = finite(value) and (value >= 0 or key == "min_reference_return")  # NaN would pass all
+    return "" if ok else "a finite number >= 0"
 
 
 @dataclass(frozen=True)
@@ -111,6 +140,29 @@ class Decision:
     def reason(self) -> Check | None:
         """The check that decided the status (the first of the worst), None without checks."""
         return self.checks[0] if self.checks else None
+
+
+@dataclass(frozen=True)
+class BaseBranch:
+    """What the gate learnt from the base branch besides the baseline run (crosssim.pairing)."""
+
+    pairing: str
+    """How the pull request's policy was paired with a base branch policy, or why it has none."""
+    physical_changes: tuple[str, ...] = ()
+    """Physical files (repo-relative) and card fields that differ from the base branch."""
+    unpaired_removals: tuple[str, ...] = ()
+    """Base branch cards this pull request removes while its policy is paired with none."""
+
+
+@dataclass(frozen=True)
+class GateInput:
+    """Everything one decision reads; ``ref`` is the engine whose numbers are gated."""
+
+    summary: RunSummary
+    config: GateConfig
+    baseline: RunSummary | None
+    base: BaseBranch | None
+    ref: str
 
 
 def _finite(x) -> bool:
@@ -143,100 +195,231 @@ def _milder_gaps(risk, base_risk) -> list[str]:
     return out
 
 
-def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None = None) -> Decision:
-    """PASS / WARN / FAIL from one run's summary (and the baseline's, if given). Pure.
-
-    Checks are appended in order of importance (a regression explains a harness mismatch, not the
-    other way round) and returned most severe first."""
-    checks: list[Check] = []
-    ref = summary.reference_engine
+def gated_engine(summary: RunSummary, baseline: RunSummary | None) -> str:
+    """The engine whose numbers are gated: the base branch card's reference engine when it ran (a
+    pull request that rewrote trained_in/validated_in would otherwise pick the engine where its
+    weaker policy looks fine), else the run's own."""
     if baseline is not None and baseline.reference_engine in summary.engines:
-        # The base branch's card names the engine that is gated: a pull request that rewrote
-        # trained_in/validated_in would otherwise pick the engine where its weaker policy looks fine.
-        ref = baseline.reference_engine
-    engines = summary.engines
-    mine = engines[ref]
-    ref_return = mine.mean_return
-    risk = summary.risk
+        return baseline.reference_engine
+    return summary.reference_engine
+
+
+def harness_of(summary: RunSummary):
+    """The run's harness check (crosssim.results.HarnessCheck): the risk profile's, or a --no-risk
+    run's own; None in runs written before --no-risk runs kept one."""
+    return summary.risk.harness_check if summary.risk is not None else summary.harness_check
+
+
+def _status(word: str) -> str:
+    """A config word ("warn", "fail", "off") as a check status (off: INFO, shown but not gated)."""
+    return {"warn": WARN, "fail": FAIL}.get(word, INFO)
+
+
+# -- the checks: each reads a GateInput and returns its lines, in decide's order of importance -------
+
+
+def regression_status(regression: float, apart: bool, config: GateConfig) -> str:
+    """The regression rule: within ``max_regression`` PASS; beyond it FAIL when the 95% intervals
+    lie apart, else WARN (the drop may be noise)."""
+    if regression <= config.max_regression:
+        return PASS
+    return FAIL if apart else WARN
+
+
+def check_regression(g: GateInput) -> list[Check]:
+    if g.baseline is None:
+        return []
+    mine, base = g.summary.engines[g.ref], g.baseline.engines.get(g.ref)
+    base_return = base.mean_return if base else None
+    if not (_finite(base_return) and _finite(mine.mean_return)):
+        return []
+    regression = (base_return - mine.mean_return) / max(abs(base_return), 1e-9)
+    status = regression_status(regression, _apart(mine.return_ci95, base.return_ci95), g.config)
+    text = (f"{g.ref} mean return {number(mine.mean_return)}{_ci(mine.return_ci95)} vs baseline "
+            f"{number(base_return)}{_ci(base.return_ci95)}: {0.0 - 100 * regression:+.1f}%")  # 0.0 - 0.0: no "-0.0%"
+    if status == FAIL:
+        text += f", more than the {100 * g.config.max_regression:.0f}% allowed"
+    elif status == WARN:
+        text += ", but the 95% intervals overlap, so it may be noise (more --episodes narrow them)"
+    return [Check("regression vs baseline", status, text, g.ref)]
+
+
+def check_risk_vs_baseline(g: GateInput) -> list[Check]:
+    risk, base_risk = g.summary.risk, g.baseline.risk if g.baseline is not None else None
     agg = risk.aggregate if risk is not None else None
-    if baseline is not None:
-        base = baseline.engines.get(ref)
-        base_return = base.mean_return if base else None
-        if _finite(base_return) and _finite(ref_return):
-            regression = (base_return - ref_return) / max(abs(base_return), 1e-9)
-            text = (f"{ref} mean return {number(ref_return)}{_ci(mine.return_ci95)} vs baseline "
-                    f"{number(base_return)}{_ci(base.return_ci95)}: {0.0 - 100 * regression:+.1f}%")  # 0.0 - 0.0: no "-0.0%"
-            if regression <= config.max_regression:
-                checks.append(Check("regression vs baseline", PASS, text, ref))
-            elif _apart(mine.return_ci95, base.return_ci95):
-                checks.append(Check("regression vs baseline", FAIL,
-                                    f"{text}, more than the {100 * config.max_regression:.0f}% allowed", ref))
-            else:
-                checks.append(Check("regression vs baseline", WARN,
-                                    f"{text}, but the 95% intervals overlap, so it may be noise (more --episodes "
-                                    "narrow them)", ref))
-        base_agg = baseline.risk.aggregate if baseline.risk else None
-        if agg is not None and base_agg is not None and _finite(base_agg.drop) and _finite(agg.drop):
-            rise = agg.drop - base_agg.drop
-            worse = rise > config.max_risk_increase and _apart(base_agg.ci95, agg.ci95)
-            checks.append(Check("risk vs baseline", WARN if worse else PASS,
-                                f"aggregate risk {number(agg.drop)}{_ci(agg.ci95)} vs baseline "
-                                f"{number(base_agg.drop)}{_ci(base_agg.ci95)} ({rise:+.2f})"))
-        milder = _milder_gaps(risk, baseline.risk)
-        if milder:
-            # The expected gap decides the verdict and the aggregate risk as a threshold does; like
-            # the reference engine above, the pull request's card must not be able to lower it.
-            checks.append(Check("deployment gap", FAIL,
-                                f"the pull request's card expects a milder deployment gap than the base branch's "
-                                f"({'; '.join(milder)}): its risk is measured against a lower bar. Change the card's "
-                                "deployment section in a pull request of its own, reviewed as a change of threshold"))
-        if risk is not None and baseline.risk is not None and risk.metric != baseline.risk.metric:
-            checks.append(Check("risk metric", FAIL,
-                                f"the pull request's card measures its risk on {printable(risk.metric, 40)!r}, the base "
-                                f"branch's on {printable(baseline.risk.metric, 40)!r}: the two risks are not comparable, "
-                                "and the metric decides the verdict. Change the card's metric in a pull request of its "
-                                "own"))
-    if risk is not None and risk.verdict == "harness mismatch":  # no risk numbers exist then: the mismatch is the finding
-        checks.append(Check("harness check", FAIL, risk.message))
-    for e, s in engines.items():
-        if s.error or (s.failed and s.failed == s.episodes):
-            checks.append(Check("engine ran", WARN if e != ref else FAIL, f"{e}: {s.error or 'every episode failed'}", e))
-    if not _finite(ref_return):
-        checks.append(Check("reference performance", FAIL, f"no finite return in the reference engine {ref}", ref))
-    elif config.min_reference_return is not None and ref_return < config.min_reference_return:
-        checks.append(Check("reference performance", FAIL, f"{ref} mean return {number(ref_return)} is below the "
-                            f"minimum {number(config.min_reference_return)}", ref))
+    base_agg = base_risk.aggregate if base_risk is not None else None
+    if agg is None or base_agg is None or not (_finite(base_agg.drop) and _finite(agg.drop)):
+        return []
+    rise = agg.drop - base_agg.drop
+    worse = rise > g.config.max_risk_increase and _apart(base_agg.ci95, agg.ci95)
+    return [Check("risk vs baseline", WARN if worse else PASS,
+                  f"aggregate risk {number(agg.drop)}{_ci(agg.ci95)} vs baseline {number(base_agg.drop)}"
+                  f"{_ci(base_agg.ci95)} ({rise:+.2f})")]
+
+
+def check_deployment_gap(g: GateInput) -> list[Check]:
+    # The expected gap decides the verdict and the aggregate risk as a threshold does; like the
+    # reference engine, the pull request's card must not be able to lower it.
+    milder = _milder_gaps(g.summary.risk, g.baseline.risk) if g.baseline is not None else []
+    if not milder:
+        return []
+    return [Check("deployment gap", FAIL,
+                  f"the pull request's card expects a milder deployment gap than the base branch's "
+                  f"({'; '.join(milder)}): its risk is measured against a lower bar. Change the card's "
+                  "deployment section in a pull request of its own, reviewed as a change of threshold")]
+
+
+def check_risk_metric(g: GateInput) -> list[Check]:
+    risk, base_risk = g.summary.risk, g.baseline.risk if g.baseline is not None else None
+    if risk is None or base_risk is None or risk.metric == base_risk.metric:
+        return []
+    return [Check("risk metric", FAIL,
+                  f"the pull request's card measures its risk on {printable(risk.metric, 40)!r}, the base branch's "
+                  f"on {printable(base_risk.metric, 40)!r}: the two risks are not comparable, and the metric decides "
+                  "the verdict. Change the card's metric in a pull request of its own")]
+
+
+def check_physical_changes(g: GateInput) -> list[Check]:
+    if g.base is None:
+        return []
+    changed = g.base.physical_changes
+    if not changed:
+        return [Check("physical files changed", PASS, "none: the pull request changes no robot model, mesh, engine "
+                      "profile, deployment file or actuator net the gate reads")]
+    shown = "; ".join(printable(c, 300) for c in changed[:50]) + (f"; and {len(changed) - 50} more"
+                                                                   if len(changed) > 50 else "")
+    return [Check("physical files changed", _status(g.config.physical_changes),
+                  f"the pull request changes physics: {shown}. The gate judged its policy on the base branch's "
+                  "physics; review these changes as a change of the robot (physical_changes in the base config "
+                  "makes this line WARN or FAIL)")]
+
+
+def check_pairing(g: GateInput) -> list[Check]:
+    """Where the baseline came from, or that there is none: a new policy is judged by absolute thresholds."""
+    if g.baseline is not None:
+        return [Check("baseline", INFO, g.base.pairing)] if g.base is not None else []
+    c = g.config
+    text = (f"new policy: judged by absolute thresholds (new_policy_min_success {number(c.new_policy_min_success)} "
+            f"of its reference-engine episodes succeed; a HIGH transfer risk is "
+            f"{_status(c.new_policy_high_risk) if c.new_policy_high_risk != 'off' else 'not gated'}; "
+            f"min_reference_return, max_risk, warn_risk, max_engine_drop if set)"
+            + (f": {g.base.pairing}" if g.base is not None else ": no baseline given"))
+    removed = g.base.unpaired_removals if g.base is not None else ()
+    if removed:
+        shown = ", ".join(printable(r, 300) for r in removed[:10])
+        return [Check("baseline", WARN, f"{text}. The pull request removes {shown}: if this policy replaces it, "
+                      "say so with `replaces:` in its card, and the gate compares the two")]
+    return [Check("baseline", INFO, text)]
+
+
+def check_harness(g: GateInput) -> list[Check]:
+    # With risk or without (--no-risk): a mismatch is the finding (no risk numbers exist then).
+    risk, check = g.summary.risk, g.summary.harness_check
+    if risk is not None:
+        return [Check("harness check", FAIL, risk.message)] if risk.verdict == "harness mismatch" else []
+    return [Check("harness check", FAIL, check.message)] if check is not None and check.status == "mismatch" else []
+
+
+def check_engines_ran(g: GateInput) -> list[Check]:
+    return [Check("engine ran", WARN if e != g.ref else FAIL, f"{e}: {s.error or 'every episode failed'}", e)
+            for e, s in g.summary.engines.items() if s.error or (s.failed and s.failed == s.episodes)]
+
+
+def check_reference_performance(g: GateInput) -> list[Check]:
+    mine, floor = g.summary.engines[g.ref], g.config.min_reference_return
+    ret = mine.mean_return
+    if not _finite(ret):
+        return [Check("reference performance", FAIL, f"no finite return in the reference engine {g.ref}", g.ref)]
+    if floor is not None and ret < floor:
+        return [Check("reference performance", FAIL,
+                      f"{g.ref} mean return {number(ret)} is below the minimum {number(floor)}", g.ref)]
+    return [Check("reference performance", PASS if floor is not None else INFO,
+                  f"{g.ref} mean return {number(ret)}{_ci(mine.return_ci95)}", g.ref)]
+
+
+def check_new_policy_success(g: GateInput) -> list[Check]:
+    """A policy with no baseline must mostly do its task in its reference engine (the share of
+    nominal episodes succeeding, measured by the harness check)."""
+    floor = g.config.new_policy_min_success
+    if g.baseline is not None or not floor:
+        return []
+    check = harness_of(g.summary)
+    share = (check.measured or {}).get("success") if check is not None else None
+    if not _finite(share):
+        return [Check("new policy success", WARN, "the share of reference-engine episodes that succeed was not "
+                      "measured (a run from an older crosssim?): rerun it to judge a new policy")]
+    text = (f"{100 * share:.0f}% of the {g.ref} nominal episodes succeed "
+            f"(new_policy_min_success {100 * floor:.0f}%)")
+    return [Check("new policy success", FAIL if share < floor else PASS, text, g.ref)]
+
+
+def transfer_risk_status(drop: float | None, verdict: str, config: GateConfig, new_policy: bool) -> str:
+    """max_risk FAILs, warn_risk WARNs; a new policy's HIGH verdict is new_policy_high_risk; a risk
+    that could not be computed WARNs when gated; INFO when nothing gates it."""
+    high = _status(config.new_policy_high_risk) if new_policy and verdict == "high" else INFO
+    gated = config.max_risk is not None or config.warn_risk is not None or high != INFO
+    if not _finite(drop):
+        return WARN if gated else INFO
+    if config.max_risk is not None and drop > config.max_risk or high == FAIL:
+        return FAIL
+    if config.warn_risk is not None and drop > config.warn_risk or high == WARN:
+        return WARN
+    return PASS if gated else INFO
+
+
+def check_transfer_risk(g: GateInput) -> list[Check]:
+    risk, c = g.summary.risk, g.config
+    if risk is None or risk.verdict == "harness mismatch":
+        return []
+    new_policy = g.baseline is None
+    drop = risk.aggregate.drop if risk.aggregate else None
+    status = transfer_risk_status(drop, risk.verdict, c, new_policy)
+    if not _finite(drop):
+        return [Check("transfer risk", status, "aggregate risk could not be computed")]
+    if c.max_risk is not None and drop > c.max_risk:
+        text = f"aggregate risk {number(drop)} is above max_risk {number(c.max_risk)}: {risk.message}"
+    elif c.warn_risk is not None and drop > c.warn_risk:
+        text = f"aggregate risk {number(drop)} is above warn_risk {number(c.warn_risk)}: {risk.message}"
+    elif status in (WARN, FAIL):
+        text = (f"aggregate risk {number(drop)}{_ci(risk.aggregate.ci95)}: a HIGH transfer risk for a policy with "
+                f"no baseline (new_policy_high_risk = {c.new_policy_high_risk!r}): {risk.message}")
     else:
-        checks.append(Check("reference performance", PASS if config.min_reference_return is not None else INFO,
-                            f"{ref} mean return {number(ref_return)}{_ci(mine.return_ci95)}", ref))
-    if risk is not None and risk.verdict != "harness mismatch":
-        gated = config.max_risk is not None or config.warn_risk is not None
-        drop = agg.drop if agg else None
-        if not _finite(drop):
-            checks.append(Check("transfer risk", WARN if gated else INFO, "aggregate risk could not be computed"))
-        elif config.max_risk is not None and drop > config.max_risk:
-            checks.append(Check("transfer risk", FAIL, f"aggregate risk {number(drop)} is above max_risk "
-                                f"{number(config.max_risk)}: {risk.message}"))
-        elif config.warn_risk is not None and drop > config.warn_risk:
-            checks.append(Check("transfer risk", WARN, f"aggregate risk {number(drop)} is above warn_risk "
-                                f"{number(config.warn_risk)}: {risk.message}"))
-        else:
-            checks.append(Check("transfer risk", PASS if gated else INFO,
-                                f"aggregate risk {number(drop)}{_ci(agg.ci95)}, {risk.verdict}" +
-                                ("" if gated else " (not gated: set max_risk or warn_risk to gate on it)")))
-    for e, s in engines.items():
+        text = (f"aggregate risk {number(drop)}{_ci(risk.aggregate.ci95)}, {risk.verdict}"
+                + ("" if status == PASS else " (not gated: set max_risk or warn_risk to gate on it)"))
+    return [Check("transfer risk", status, text)]
+
+
+def check_engine_agreement(g: GateInput) -> list[Check]:
+    limit, out = g.config.max_engine_drop, []
+    for e, s in g.summary.engines.items():
         d = s.drop_vs_reference
-        if e == ref or not _finite(d):
+        if e == g.ref or not _finite(d):
             continue
-        if config.max_engine_drop is not None and d > config.max_engine_drop:
-            checks.append(Check("engine agreement", WARN, f"{e} loses {100 * d:.0f}% of the reference return, more "
-                                f"than max_engine_drop {100 * config.max_engine_drop:.0f}%", e))
+        if limit is not None and d > limit:
+            out.append(Check("engine agreement", WARN, f"{e} loses {100 * d:.0f}% of the reference return, more "
+                             f"than max_engine_drop {100 * limit:.0f}%", e))
         else:
-            checks.append(Check("engine agreement", INFO if config.max_engine_drop is None else PASS,
-                                f"{e} {'loses' if d >= 0 else 'gains'} {abs(100 * d):.0f}% of the reference return",
-                                e))
-    order = {FAIL: 0, WARN: 1, PASS: 2, INFO: 3}
-    checks.sort(key=lambda c: order[c.status])  # stable: importance kept within a status
+            out.append(Check("engine agreement", INFO if limit is None else PASS,
+                             f"{e} {'loses' if d >= 0 else 'gains'} {abs(100 * d):.0f}% of the reference return", e))
+    return out
+
+
+CHECKS = (check_regression, check_risk_vs_baseline, check_deployment_gap, check_risk_metric, check_physical_changes,
+          check_pairing, check_harness, check_engines_ran, check_reference_performance, check_new_policy_success,
+          check_transfer_risk, check_engine_agreement)
+"""decide's checks in order of importance: a regression explains a harness mismatch, not the
+other way round; within a status the first is the decisive reason."""
+_SEVERITY = {FAIL: 0, WARN: 1, PASS: 2, INFO: 3}
+
+
+def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None = None,
+           base: BaseBranch | None = None) -> Decision:
+    """PASS / WARN / FAIL from one run's summary (and the baseline's, if given; and with ``base``
+    what the base branch says about the pull request: pairing, physical changes). Pure.
+
+    Without a baseline the policy is new: absolute thresholds (``new_policy_*``) judge it."""
+    g = GateInput(summary, config, baseline, base, gated_engine(summary, baseline))
+    checks = sorted((c for check in CHECKS for c in check(g)), key=lambda c: _SEVERITY[c.status])  # stable
     worst = checks[0].status if checks and checks[0].status in (FAIL, WARN) else PASS
     return Decision(worst, tuple(checks))
 

@@ -156,6 +156,8 @@ class HarnessCheck:
     """"ok", "mismatch" or "skipped" (the card claims nothing)."""
     message: str
     measured: dict[str, float] | None = None
+    """The reference engine's means of the claimable quantities (return, x_velocity [m/s], survival),
+    and ``success``: the share of its nominal episodes that do the task (the gate's new-policy check)."""
     claimed: dict[str, float] | None = None
     hints: list[str] | None = None
     """Likely card mistakes (crosssim.diagnose), on a mismatch."""

@@ -400,6 +400,7 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
     per_episode = {"return": ok["return"].to_numpy(float), "x_velocity": ok["x_velocity"].to_numpy(float),
                    "survival": (~ok["terminated"].to_numpy(bool)).astype(float)}
     measured = {k: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan") for k, v in per_episode.items()}
+    measured["success"] = float(success.sum()) / len(ref_rows)  # of every episode: one that failed did not succeed
     edge = success_edge(int(success.sum()), len(success))
     then = f". {edge}" if edge else ""  # after a message that ends without a full stop
     if success.mean() < TASK_SUCCESS_MIN:

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from conftest import assert_one_line_error, write_card
+from crosssim.cli import EXIT_ENGINE_FAILED
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -164,7 +165,9 @@ def test_misbehaving_policy_fails_rows_not_the_run(tmp_path, fn, message):
     proc = cli("crossval", "--policy", _callable(tmp_path, fn), "--trust-policy-code", "--episodes", "2",
                "--engines", "mujoco,pybullet",
                "--max-steps", "20", "--no-risk", "--no-report", "--out", tmp_path / "run")
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    # The run ends and keeps its rows, but says no engine column produced an episode (issue 31).
+    assert proc.returncode == EXIT_ENGINE_FAILED and "Traceback" not in proc.stderr, proc.stderr
+    assert "every episode failed in mujoco, pybullet" in proc.stderr.strip().splitlines()[-1]
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     assert len(df) == 4 and df.failure.str.contains(message, regex=False).all()
 
@@ -191,7 +194,7 @@ def test_exploding_physics_is_a_diverged_row(tmp_path, good_policy):
     proc = cli("crossval", "--policy", card, "--episodes", "1", "--max-steps", "400", "--no-risk", "--no-report",
                "--engines", "mujoco,pybullet",
                "--out", folder / "run")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == EXIT_ENGINE_FAILED, proc.stderr
     df = pd.read_parquet(folder / "run" / "results.parquet")
     assert df.failure.fillna("").str.contains(r"diverged \(NaN", regex=True).all(), df.failure.tolist()
 
