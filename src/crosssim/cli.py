@@ -332,11 +332,11 @@ def cmd_gate(args) -> int:
         against = None  # the policy as the base branch sees it (crosssim.pairing.AgainstBase)
         if args.baseline_ref and not args.baseline:
             from crosssim.pairing import against_base
-            from crosssim.results import card_path
+            from crosssim.runfolder import RunFolder
 
             base = trusted if trusted.ref == args.baseline_ref else stack.enter_context(
                 trusted_base(args.baseline_ref, root=trusted.root))
-            given = card_path(Path(args.run), read_summary(Path(args.run))) if args.run else Path(args.policy)
+            given = RunFolder(Path(args.run)).card_path(read_summary(Path(args.run))) if args.run else Path(args.policy)
             against = against_base(given, base)
         out = None  # where a baseline evaluated now goes: beside a run made now
         if args.run:
