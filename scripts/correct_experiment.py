@@ -80,12 +80,12 @@ SETUPS = {"hopper": hopper, "pendulum": pendulum}
 def rates(card: Path, places, takeover: str, *, episodes: int, steps: int, seed: int) -> dict:
     """Per place: would-be intervention rate, survival and return of ``card``'s policy alone."""
     from crosssim.correct.cli import perturbed_profile
-    from crosssim.correct.collect import collect
+    from crosssim.correct.collect import CollectConfig, collect
 
     out = {}
+    config = CollectConfig(takeover=takeover, episodes=episodes, steps=steps, seed=seed, operator_on=False)
     for engine, perturb in places:
-        s = collect(card, perturbed_profile(engine, perturb), None, takeover=takeover, episodes=episodes,
-                    steps=steps, seed=seed, operator_on=False)
+        s = collect(card, perturbed_profile(engine, perturb), None, config)
         out[f"{engine} {perturb or 'nominal'}"] = {
             "intervention_rate": s.rate, "survival": float(np.mean(s.steps)) / steps,
             "mean_return": float(np.mean(s.returns)), "falls": int(sum(s.terminated))}
@@ -108,7 +108,7 @@ def judge(card: Path, out: Path, *, episodes: int, steps: int) -> dict:
 
 def main(argv=None) -> int:
     from crosssim.correct.cli import perturbed_profile
-    from crosssim.correct.collect import collect
+    from crosssim.correct.collect import CollectConfig, collect
     from crosssim.correct.train import TrainConfig, train
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -135,9 +135,9 @@ def main(argv=None) -> int:
     BASE, COLLECTED = setup.base, setup.collected
     record = {"setup": args.setup, "takeover": setup.takeover, "collected_in": " ".join(COLLECTED),
               "operator": setup.operator.parent.name}
-    collected = collect(BASE, perturbed_profile(*COLLECTED), out / "logs", takeover=setup.takeover,
-                        operator=str(setup.operator),
-                        episodes=args.episodes, steps=args.steps, seed=100)
+    collected = collect(BASE, perturbed_profile(*COLLECTED), out / "logs",
+                        CollectConfig(takeover=setup.takeover, operator=str(setup.operator), episodes=args.episodes,
+                                      steps=args.steps, seed=100))
     record["collection"] = {"describe": collected.describe(), "rate": collected.rate, "steps": sum(collected.steps)}
     print(f"collected: {collected.describe()} ({time.time() - t0:.0f} s)", file=sys.stderr)
     corrected = out / f"{BASE.parent.name}-corrected"

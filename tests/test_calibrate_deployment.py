@@ -15,7 +15,7 @@ from conftest import CARDS, ROOT
 from crosssim.card import load_card
 from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
-from crosssim.real.simulate import simulate_logs
+from crosssim.real.simulate import SimulateLogsConfig, simulate_logs
 
 ARM = CARDS / "real" / "arm3-excite.yaml"
 HIDDEN = {"motor_strength": 0.85, "action_latency": 1, "action_delay": 0.5}
@@ -28,8 +28,8 @@ resolved to physics steps of 2 ms), strength within 0.02 of 1 - 0.85."""
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     logs = tmp_path_factory.mktemp("robot")
-    simulate_logs(ARM, split_settings(EngineProfile("arm-robot", "mujoco"), HIDDEN), logs, episodes=3, seconds=2,
-                  seed=5, trust=True)
+    simulate_logs(ARM, split_settings(EngineProfile("arm-robot", "mujoco"), HIDDEN), logs,
+                  SimulateLogsConfig(episodes=3, seconds=2, seed=5), trust=True)
     sims = tmp_path_factory.mktemp("simulators")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "crosssim.cli", "calibrate", "--real", str(logs), "--engine", "mujoco",

@@ -6,15 +6,15 @@ import time
 from conftest import ROOT
 from crosssim.cli import main
 from crosssim.engines.settings import EngineProfile
-from crosssim.real.simulate import simulate_logs
+from crosssim.real.simulate import SimulateLogsConfig, simulate_logs
 
 ARM = ROOT / "tests" / "cards" / "real" / "arm3-excite.yaml"
 
 
 def test_an_unwritable_out_dir_is_refused_before_calibrating(tmp_path, capsys):
     logs = tmp_path / "logs"
-    simulate_logs(ARM, EngineProfile(name="arm", engine="mujoco"), logs, episodes=1, seconds=1,
-                  seed=0, trust=True)
+    simulate_logs(ARM, EngineProfile(name="arm", engine="mujoco"), logs,
+                  SimulateLogsConfig(episodes=1, seconds=1, seed=0), trust=True)
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
     start = time.monotonic()

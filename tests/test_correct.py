@@ -23,11 +23,12 @@ SLIPPERY = {"friction_scale": 0.3}
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory) -> Path:
     """Corrections on a slippery floor: the operator (a second policy) takes over when the torso tilts."""
-    from crosssim.correct.collect import collect
+    from crosssim.correct.collect import CollectConfig, collect
 
     out = tmp_path_factory.mktemp("corrections")
     profile = split_settings(EngineProfile("mujoco-slippery", "mujoco"), SLIPPERY)
-    stats = collect(BASE, profile, out, takeover="tilt>0.1", operator=str(OPERATOR), episodes=3, steps=120, seed=3)
+    stats = collect(BASE, profile, out,
+                    CollectConfig(takeover="tilt>0.1", operator=str(OPERATOR), episodes=3, steps=120, seed=3))
     assert len(stats.paths) == 3 and 0 < stats.rate < 1
     return out
 

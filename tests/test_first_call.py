@@ -49,7 +49,7 @@ def test_gym_env_and_log_replay_see_crossvals_first_observation(tmp_path):
     from crosssim.real.compare import simulate
     from crosssim.real.conformance import rebuild
     from crosssim.real.logs import read_logs
-    from crosssim.real.simulate import SensorNoise, simulate_logs
+    from crosssim.real.simulate import SensorNoise, SimulateLogsConfig, simulate_logs
     from crosssim.runner.simulator import open_engine
     from helpers.mix_policy import ant_mix
 
@@ -68,8 +68,9 @@ def test_gym_env_and_log_replay_see_crossvals_first_observation(tmp_path):
 
     # A log of the same episode (no sensor noise, base pose logged), replayed closed loop.
     logs = tmp_path / "logs"
-    simulate_logs(path, load_profile("mujoco"), logs, episodes=1, seconds=0.5, trust=True,
-                  noise=SensorNoise().scaled(0.0), artefacts=replace(_artefacts(), base_pose=True))
+    config = SimulateLogsConfig(episodes=1, seconds=0.5, noise=SensorNoise().scaled(0.0),
+                                artefacts=replace(_artefacts(), base_pose=True))
+    simulate_logs(path, load_profile("mujoco"), logs, config, trust=True)
     h = Harness.from_card(load_card(path))
     (log,) = read_logs(logs, h)
     np.testing.assert_allclose(log.obs[0], obs, rtol=0, atol=1e-9)

@@ -21,7 +21,7 @@ from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate
 from crosssim.real.logs import LogError, check_against, read_logs, validate, write_log
-from crosssim.real.simulate import Artefacts, SensorNoise, simulate_logs
+from crosssim.real.simulate import Artefacts, SensorNoise, SimulateLogsConfig, simulate_logs
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
 from crosssim.variant import Variant
@@ -49,7 +49,8 @@ def _env():
 @pytest.fixture(scope="module")
 def arm_logs(tmp_path_factory):
     out = tmp_path_factory.mktemp("arm-robot")
-    simulate_logs(ARM, _profile("arm-robot", "mujoco", HIDDEN), out, episodes=3, seconds=3, seed=5, trust=True)
+    simulate_logs(ARM, _profile("arm-robot", "mujoco", HIDDEN), out, SimulateLogsConfig(episodes=3, seconds=3, seed=5),
+                  trust=True)
     return out
 
 
@@ -115,8 +116,8 @@ def test_calibrated_profile_by_name_in_crossval_real_column(calibrated, arm_logs
 def test_noise_free_log_replays_exactly(tmp_path):
     """The harness path is identical in logging and replay: latency queue, clip, initial state."""
     profile = _profile("arm-robot", "mujoco", HIDDEN)
-    simulate_logs(ARM, profile, tmp_path, episodes=1, seconds=1, trust=True, noise=SensorNoise().scaled(0.0),
-                  suffix=".csv")
+    simulate_logs(ARM, profile, tmp_path,
+                  SimulateLogsConfig(episodes=1, seconds=1, noise=SensorNoise().scaled(0.0), suffix=".csv"), trust=True)
     harness = Harness.from_card(load_card(ARM))
     (log,) = read_logs(tmp_path, harness)
     sim = open_engine(profile, harness.scene)
@@ -254,8 +255,10 @@ def test_go1_floating_base_logs_round_trip(tmp_path):
 
     card_path = CARDS / "robots" / "playground-go1.yaml"
     hidden = _profile("go1-robot", "mujoco", {"motor_strength": 0.9, "action_latency": 1})
-    simulate_logs(card_path, hidden, tmp_path / "clean", episodes=1, seconds=0.6, noise=SensorNoise().scaled(0.0),
-                  artefacts=Artefacts(base_pose=True))  # exact replay needs the base's position and velocity
+    # exact replay needs the base's position and velocity
+    simulate_logs(card_path, hidden, tmp_path / "clean",
+                  SimulateLogsConfig(episodes=1, seconds=0.6, noise=SensorNoise().scaled(0.0),
+                                     artefacts=Artefacts(base_pose=True)))
     card = load_card(card_path)
     harness = Harness.from_card(card)
     (log,) = read_logs(tmp_path / "clean", harness)
@@ -264,7 +267,7 @@ def test_go1_floating_base_logs_round_trip(tmp_path):
     trace = simulate(sim, harness, log)
     err = errors(log, trace)
     assert err["q_rms"] < 1e-9 and err["orientation_error_deg"] < 1e-6
-    simulate_logs(card_path, hidden, tmp_path / "noisy", episodes=1, seconds=0.6)
+    simulate_logs(card_path, hidden, tmp_path / "noisy", SimulateLogsConfig(episodes=1, seconds=0.6))
     section = real_section(card, ["mujoco"], read_logs(tmp_path / "noisy", harness))
     closed = section["engines"]["mujoco"]["closed_loop"]
     assert closed["survival"] == 1.0 and np.isfinite(closed["orientation_error_deg"])

@@ -10,7 +10,7 @@ from conftest import CARDS
 from crosssim.card import load_card
 from crosssim.engines.settings import EngineProfile
 from crosssim.profiles import split_settings
-from crosssim.real.simulate import Artefacts, simulate_logs
+from crosssim.real.simulate import Artefacts, SimulateLogsConfig, simulate_logs
 from crosssim.runner.harness import Harness
 
 ARM = CARDS / "real" / "arm3-bare-excite.yaml"
@@ -29,9 +29,10 @@ ARTEFACTS = Artefacts(jitter=0.002, late_row=40, late_by=0.006, joint_offsets=((
 def logs(tmp_path_factory):
     out = tmp_path_factory.mktemp("arm-artefacts")
     robot = split_settings(EngineProfile("robot", "mujoco"), HIDDEN)
-    simulate_logs(ARM, robot, out, episodes=3, seconds=3, seed=21, trust=True, artefacts=ARTEFACTS)
-    simulate_logs(ARM, split_settings(EngineProfile("robot-dry", "mujoco"), HIDDEN), out, episodes=1, seconds=1,
-                  seed=40, trust=True, artefacts=Artefacts(dry_run=True, jitter=0.002))
+    simulate_logs(ARM, robot, out, SimulateLogsConfig(episodes=3, seconds=3, seed=21, artefacts=ARTEFACTS), trust=True)
+    simulate_logs(ARM, split_settings(EngineProfile("robot-dry", "mujoco"), HIDDEN), out,
+                  SimulateLogsConfig(episodes=1, seconds=1, seed=40, artefacts=Artefacts(dry_run=True, jitter=0.002)),
+                  trust=True)
     return out
 
 

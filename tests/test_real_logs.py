@@ -16,7 +16,7 @@ from crosssim.profiles import split_settings
 from crosssim.real.compare import errors, simulate
 from crosssim.real.conformance import compare_term, conformance
 from crosssim.real.logs import COLUMN_GROUPS, SIDECAR_FIELDS, read_logs, validate, write_log
-from crosssim.real.simulate import Artefacts, SensorNoise, simulate_logs
+from crosssim.real.simulate import Artefacts, SensorNoise, SimulateLogsConfig, simulate_logs
 from crosssim.runner.harness import Harness
 from crosssim.runner.simulator import open_engine
 
@@ -111,8 +111,10 @@ def test_declared_fractional_delay_offsets_and_previous_action_replay_exactly(tm
     """A robot whose motors get each action 1.5 control steps late, with encoder offsets: its log
     declares both; replay on the default profile is exact without noise."""
     robot = _profile("arm-robot", {"action_delay": 1.5})
-    simulate_logs(ARM, robot, tmp_path, episodes=1, seconds=1, trust=True, noise=SensorNoise().scaled(0.0),
-                  artefacts=Artefacts(declare_delay=True, joint_offsets=(("j2", 0.1),)))
+    simulate_logs(ARM, robot, tmp_path,
+                  SimulateLogsConfig(episodes=1, seconds=1, noise=SensorNoise().scaled(0.0),
+                                     artefacts=Artefacts(declare_delay=True, joint_offsets=(("j2", 0.1),))),
+                  trust=True)
     harness = Harness.from_card(load_card(ARM))
     (log,) = read_logs(tmp_path, harness)
     assert log.action_delay == 1.5 and log.meta["joint_offsets"] == {"j2": 0.1}
@@ -141,9 +143,11 @@ def test_compare_term_names_scale_offset_and_order():
 
 
 def test_conformance_on_the_arm_finds_a_mis_scaled_term(tmp_path):
-    simulate_logs(ARM, _profile("arm-robot", {}), tmp_path / "ok", episodes=1, seconds=1, trust=True)
-    simulate_logs(ARM, _profile("arm-robot", {}), tmp_path / "bug", episodes=1, seconds=1, trust=True,
-                  artefacts=Artefacts(obs_scale=(("joint_vel", 0.1),)))
+    simulate_logs(ARM, _profile("arm-robot", {}), tmp_path / "ok", SimulateLogsConfig(episodes=1, seconds=1),
+                  trust=True)
+    simulate_logs(ARM, _profile("arm-robot", {}), tmp_path / "bug",
+                  SimulateLogsConfig(episodes=1, seconds=1, artefacts=Artefacts(obs_scale=(("joint_vel", 0.1),))),
+                  trust=True)
     harness = Harness.from_card(load_card(ARM))
     ok = conformance(harness, read_logs(tmp_path / "ok", harness))
     assert ok["ok"], ok
@@ -163,10 +167,12 @@ def test_go1_without_base_pose_starts_standing_and_finds_the_gyro_bug(tmp_path):
     from crosssim.real.start import initial_state
 
     robot = _profile("go1-robot", {"action_latency": 1})
-    simulate_logs(GO1, robot, tmp_path / "logs", episodes=1, seconds=1.0, seed=3,
-                  artefacts=Artefacts(obs_scale=(("sensor:gyro", math.pi / 180),), base_pose=True, declare_delay=True))
-    simulate_logs(GO1, _profile("go1-dry", {}), tmp_path / "logs", episodes=1, seconds=0.4, seed=9,
-                  artefacts=Artefacts(dry_run=True))
+    simulate_logs(GO1, robot, tmp_path / "logs",
+                  SimulateLogsConfig(episodes=1, seconds=1.0, seed=3,
+                                     artefacts=Artefacts(obs_scale=(("sensor:gyro", math.pi / 180),), base_pose=True,
+                                                         declare_delay=True)))
+    simulate_logs(GO1, _profile("go1-dry", {}), tmp_path / "logs",
+                  SimulateLogsConfig(episodes=1, seconds=0.4, seed=9, artefacts=Artefacts(dry_run=True)))
     card = load_card(GO1)
     harness = Harness.from_card(card)
     dry, log = read_logs(tmp_path / "logs", harness)

@@ -92,11 +92,11 @@ def test_real_logs_rank_the_card_fix_that_rebuilds_the_logged_inputs(tmp_path):
     from crosssim.diagnose import rank_log_suspects
     from crosssim.profiles import load_profile
     from crosssim.real.logs import read_logs
-    from crosssim.real.simulate import simulate_logs
+    from crosssim.real.simulate import SimulateLogsConfig, simulate_logs
     from crosssim.observations import TermSpec
 
     arm = CARDS / "real" / "arm3-excite.yaml"
-    simulate_logs(arm, load_profile("mujoco"), tmp_path, episodes=1, seconds=1, trust=True)
+    simulate_logs(arm, load_profile("mujoco"), tmp_path, SimulateLogsConfig(episodes=1, seconds=1), trust=True)
     card = load_card(arm)
     logs = read_logs(tmp_path, Harness.from_card(card))
     assert rank_log_suspects(card, logs).baseline["input error"] < 0.05  # the right card rebuilds them

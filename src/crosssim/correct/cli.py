@@ -40,12 +40,12 @@ def perturbed_profile(engine: str, perturb: str):
 
 
 def cmd_collect(args) -> int:
-    from crosssim.correct.collect import collect
+    from crosssim.correct.collect import CollectConfig, collect
 
     profile = perturbed_profile(args.engine, args.perturb)
-    stats = collect(args.policy, profile, args.out, takeover=args.takeover, operator=args.operator, hold=args.hold,
-                    kp=args.kp, kd=args.kd, episodes=args.episodes, steps=args.steps, seed=args.seed,
-                    trust=args.trust_policy_code, operator_on=not args.measure_only)
+    config = CollectConfig(takeover=args.takeover, operator=args.operator, hold=args.hold, kp=args.kp, kd=args.kd,
+                           episodes=args.episodes, steps=args.steps, seed=args.seed, operator_on=not args.measure_only)
+    stats = collect(args.policy, profile, args.out, config, trust=args.trust_policy_code)
     for path in stats.paths:
         print(path)
     print(f"{profile.name}: {stats.describe()}")
@@ -76,7 +76,7 @@ def _widths(text: str) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class CollectConfig:
+class CorrectCollectConfig:
     policy: str = option(help="Policy card to run.")
     engine: str = option("mujoco", parse=options.engine_name, help="Engine profile standing in for the robot.")
     perturb: str = option("", help="Variant settings on top of the profile, key=value comma-separated "
@@ -119,7 +119,7 @@ def add_commands(sub) -> None:
                                          "interventions (docs/correction.md)")
     csub = top.add_subparsers(dest="correct_command", required=True, metavar="COMMAND")
     for name, func, config, help in (
-            ("collect", cmd_collect, CollectConfig,
+            ("collect", cmd_collect, CorrectCollectConfig,
              "run a policy with a simulated operator that takes over on a condition; writes real-format logs"),
             ("train", cmd_train, CorrectTrainConfig,
              "learn a residual from the logs' interventions; writes a composed TorchScript policy and card")):

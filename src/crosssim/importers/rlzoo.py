@@ -105,6 +105,30 @@ def read_rlzoo(source: Path, *, policy: Path | None = None, robot: Path | None =
     config = _yaml(folder / "config.yml", "config.yml")
     env = args.get("env") or folder.name
     algo = str(args.get("algo") or folder.parent.parent.name).lower()
+    task = _task_for(env, folder)
+    task_options = _task_options(folder, args, env, task, out)
+    weights = policy or _weights(folder, env, out)
+    base = env.rsplit("-", 1)[0]
+    card: dict = {"name": f"zoo-{algo}-{base}", "task": task}
+    if task_options:
+        card["task_options"] = task_options
+    card["policy"] = {"file": str(Path(weights).resolve()), "format": "sb3", "algo": algo}
+    observation = _observation(folder, config, out)
+    if observation:
+        card["observation"] = observation
+    period = _control_period(task, task_options)
+    if period:
+        card["control_period"] = period
+    card["trained_in"] = "mujoco"
+    card["training"] = {"source": "rl-zoo", "env": env, "algo": algo}
+    out.card = card
+    out.note("claimed: the zoo's evaluations.npz returns are not carried over; add claimed.return for the "
+             "harness check")
+    return out
+
+
+def _task_for(env, folder: Path) -> str:
+    """The crosssim task for gym id ``env`` (args.yml's), with the same observation layout."""
     if not isinstance(env, str) or "-v" not in env:
         raise CardError(f"{folder / 'args.yml'}: field 'env' is {env!r:.40}; expected a gym id such as Hopper-v3")
     base, version = env.rsplit("-", 1)
@@ -118,8 +142,15 @@ def read_rlzoo(source: Path, *, policy: Path | None = None, robot: Path | None =
         task_class(task)
     except CrossSimError as exc:
         raise CardError(f"{folder / 'args.yml'}: env {env} -> task {task}: {exc}") from None
+    return task
+
+
+def _task_options(folder: Path, args: dict, env: str, task: str, out: Imported) -> dict:
+    """The card's task_options from the env id and its env_kwargs (env_kwargs.yml, then args.yml's
+    ``--env-kwargs``); what has no crosssim counterpart becomes a blocking note on ``out``."""
+    base, version = env.rsplit("-", 1)
     task_options: dict = {}
-    if task_version != version:
+    if task != env:
         out.note(f"env {env} (mujoco-py): run as crosssim's {task} (the same observation layout; MuJoCo's current "
                  "physics, not mujoco-py's)")
     if base == "Ant" and version in ("v2", "v3"):
@@ -138,14 +169,15 @@ def read_rlzoo(source: Path, *, policy: Path | None = None, robot: Path | None =
         else:
             out.note(f"env_kwargs.{key}: {value!r:.40} is not a crosssim task option; the task runs gymnasium's "
                      "default", blocking=True)
+    return task_options
 
-    weights = policy or _weights(folder, env, out)
-    card: dict = {"name": f"zoo-{algo}-{base}", "task": task}
-    if task_options:
-        card["task_options"] = task_options
-    card["policy"] = {"file": str(Path(weights).resolve()), "format": "sb3", "algo": algo}
+
+def _observation(folder: Path, config: dict, out: Imported) -> dict:
+    """The card's observation section from config.yml: the time feature wrapper and the
+    VecNormalize statistics; other wrappers and frame stacking become blocking notes on ``out``."""
     observation: dict = {}
-    wrappers = _wrappers(_literal(config.get("env_wrapper"), folder, "env_wrapper")) if config.get("env_wrapper") else []
+    wrapper = config.get("env_wrapper")
+    wrappers = _wrappers(_literal(wrapper, folder, "env_wrapper")) if wrapper else []
     for name, kwargs in wrappers:
         if name.rsplit(".", 1)[-1] == TIME_FEATURE:
             feature = {"name": "time_feature"}
@@ -173,17 +205,7 @@ def read_rlzoo(source: Path, *, policy: Path | None = None, robot: Path | None =
             stats = read_vecnormalize(pkl)
             if stats["norm_obs"]:
                 observation["normalize"] = {k: stats[k] for k in ("mean", "var", "clip", "epsilon")}
-    if observation:
-        card["observation"] = observation
-    period = _control_period(task, task_options)
-    if period:
-        card["control_period"] = period
-    card["trained_in"] = "mujoco"
-    card["training"] = {"source": "rl-zoo", "env": env, "algo": algo}
-    out.card = card
-    out.note("claimed: the zoo's evaluations.npz returns are not carried over; add claimed.return for the "
-             "harness check")
-    return out
+    return observation
 
 
 def _weights(folder: Path, env: str, out: Imported) -> Path:

@@ -196,170 +196,324 @@ DE_POPULATION = 8
 def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segment_s: float | None = 0.5,
               max_evals: int = 200, method: str = "auto", progress=None) -> Fit:
     """Fit ``params`` of profile ``base`` to ``logs`` (checked against ``harness`` beforehand)."""
-    from scipy.optimize import differential_evolution, least_squares
-
     t0 = time.monotonic()
-    c = harness.canonical
+    logs, dry = _applied(logs)
+    method = _resolve_method(method, harness)
+    replay = _Replay.of(harness, logs, base, segment_s)
+    notes = [f"dry runs left out (their actions never reached the motors): {', '.join(dry)}"] if dry else []
+    notes += replay.notes
+    obj, space = replay.obj, _Space.of(params, base)
+    lat = space.lat
+    search = _Search(space, obj, replay.coarse, method, max_evals, progress)
+    u0, lat0 = space.start_point()
+    before = obj.rms(space.settings_of(u0, lat0))
+    open_before = obj.open_loop(space.settings_of(u0, lat0))
+    point = search.with_delay(*search.whole_steps(u0, lat0))
+    costs = search.scan(obj, point.u)
+    final = space.settings_of(point.u, point.latency)
+    r = obj.residuals(final)
+    after = float(np.sqrt(np.mean(r**2)))
+    fitted = space.fitted(point.u, point.latency)
+    judged = _judge(obj, point, r, fitted, len(logs))
+    delay_range = _delay_range(lat, point.latency, judged.sigma) if lat else None
+    if method == "global" and space.cont:
+        notes.append("sigma comes from the local slope of a rugged (contact-rich) objective and understates the "
+                     "uncertainty; compare fits on separate sets of logs")
+    findings = notes + judged.findings
+    if lat:
+        findings.append(_latency_finding(point.latency, delay_range, harness.control_dt,
+                                         lat.name not in judged.unidentified))
+    without = _without(obj, space, final)
+    for name, text in _not_converged(without, after).items():
+        judged.unidentified.add(name)
+        findings.append(text)
+    open_after = obj.open_loop(final)
+    return Fit(engine=base.engine, base=base, params=list(params), extra=_torque_note(harness, fitted),
+               bootstrap=judged.bootstrap, nominal={p.name: p.nominal for p in params}, fitted=fitted,
+               sigma=judged.sigma, correlation=judged.correlation, error_before=before, error_after=after,
+               open_loop_before=open_before, open_loop_after=open_after, without=without,
+               latency_error={int(k): float(v) for k, v in costs.items()}, findings=findings,
+               unidentified=judged.unidentified, delay=float(point.latency) if lat else None,
+               delay_range=delay_range, logs=[log.name for log in logs], method=method,
+               segment_s=None if replay.segment is None else replay.segment * harness.control_dt,
+               horizon_s=replay.horizon, evaluations=obj.evaluations + replay.coarse.evaluations,
+               seconds=time.monotonic() - t0)
+
+
+def _applied(logs) -> tuple[list, list[str]]:
+    """The logs whose actions reached the motors, and the names of the dry runs left out."""
     dry = [log.name for log in logs if not log.applied]
     logs = [log for log in logs if log.applied]  # a dry run's motion is not the actions' doing
     if not logs:
         raise CrossSimError(f"every log is a dry run (applied: false): {', '.join(dry)}; calibration needs logs "
                             "whose actions reached the motors")
+    return logs, dry
+
+
+def _resolve_method(method: str, harness) -> str:
+    """``lsq`` or ``global`` (``auto``: global for a floating base, whose contacts make a rugged objective)."""
     if method not in METHODS:
         raise CrossSimError(f"calibration method {method!r}: one of {', '.join(METHODS)}")
     if method == "auto":  # a floating base moves by its contacts: a rugged objective
-        method = "global" if c.free_base else "lsq"
-    full_state = not c.free_base or all(log.pos is not None and log.vel is not None for log in logs)
-    dt = harness.control_dt
-    segment = max(2, int(round(segment_s / dt))) if segment_s and full_state else None
-    notes, horizon = ([f"dry runs left out (their actions never reached the motors): {', '.join(dry)}"]
-                      if dry else []), None
-    if segment:
-        obj = Objective(harness, logs, base, segment)
-        coarse = Objective(harness, logs, base, min(COARSE_ROWS, segment))
-    elif full_state:  # whole logs, as asked
-        obj = Objective(harness, logs, base, None)
-        coarse = Objective(harness, [log.head(int(round(COARSE_SECONDS / dt))) for log in logs], base, None)
-    else:  # no full state to reset to: the start of each log only (replay diverges later)
+        method = "global" if harness.canonical.free_base else "lsq"
+    return method
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """What is replayed: the objective on the requested segments and the coarse one of stage one."""
+
+    obj: Objective
+    coarse: Objective
+    segment: int | None
+    """Control steps per replayed segment (None: no resets)."""
+    horizon: float | None
+    """Seconds replayed from each log's start, where the full state is not logged."""
+    notes: list[str]
+
+    @classmethod
+    def of(cls, harness, logs, base: EngineProfile, segment_s: float | None) -> "_Replay":
+        full_state = not harness.canonical.free_base or all(log.pos is not None and log.vel is not None
+                                                            for log in logs)
+        dt = harness.control_dt
+        segment = max(2, int(round(segment_s / dt))) if segment_s and full_state else None
+        if segment:
+            return cls(Objective(harness, logs, base, segment),
+                       Objective(harness, logs, base, min(COARSE_ROWS, segment)), segment, None, [])
+        if full_state:  # whole logs, as asked
+            return cls(Objective(harness, logs, base, None),
+                       Objective(harness, [log.head(int(round(COARSE_SECONDS / dt))) for log in logs], base, None),
+                       None, None, [])
+        # no full state to reset to: the start of each log only (replay diverges later)
         rows = max(2, int(round((segment_s or COARSE_SECONDS) / dt)))
-        horizon = rows * dt
+        notes = []
         obj = Objective(harness, [log.head(rows) for log in logs], base, None)
         coarse = Objective(harness, [log.head(max(COARSE_ROWS, rows // 2)) for log in logs], base, None)
         if rows < max(len(log) for log in logs):
             notes.append(f"floating base without logged base position and velocity (pos.*, vel.*): only the first "
                          f"{rows * dt:g} s of each log are replayed; log them (motion capture, a state estimator) "
                          "to use every row")
-    cont = [p for p in params if not p.integer]
-    lat = next((p for p in params if p.integer), None)
-    base_settings = flat_settings(base)
-    start = {p.name: float(base_settings.get(p.setting, p.nominal)) for p in params}
-    lo, hi = np.array([p.low for p in cont]), np.array([p.high for p in cont])
-    span = hi - lo
+        return cls(obj, coarse, None, rows * dt, notes)
 
-    def settings_of(u: np.ndarray, latency: float | None) -> dict:
+
+@dataclass(frozen=True)
+class _Space:
+    """Where the search moves: the continuous parameters in a unit box, the latency apart."""
+
+    params: list[Param]
+    cont: list[Param]
+    """The continuous parameters, in the unit box's order."""
+    lat: Param | None
+    """The latency parameter, if fitted."""
+    base_settings: dict
+    start: dict[str, float]
+    """Each parameter's starting value: the base profile's setting, else its nominal value."""
+    lo: np.ndarray
+    hi: np.ndarray
+    span: np.ndarray
+
+    @classmethod
+    def of(cls, params: list[Param], base: EngineProfile) -> "_Space":
+        cont = [p for p in params if not p.integer]
+        base_settings = flat_settings(base)
+        lo, hi = np.array([p.low for p in cont]), np.array([p.high for p in cont])
+        return cls(list(params), cont, next((p for p in params if p.integer), None), base_settings,
+                   {p.name: float(base_settings.get(p.setting, p.nominal)) for p in params}, lo, hi, hi - lo)
+
+    def start_point(self) -> tuple[np.ndarray, int | None]:
+        """The starting settings as a unit-box point and a latency [control steps]."""
+        cont, lo, span = self.cont, self.lo, self.span
+        u0 = np.clip((np.array([self.start[p.name] for p in cont]) - lo) / span, 0.0, 1.0) if cont else np.zeros(0)
+        return u0, int(self.start[self.lat.name]) if self.lat else None
+
+    def settings_of(self, u: np.ndarray, latency: float | None) -> dict:
         """Settings for unit-box point ``u`` and a delay [control steps]: whole steps as
         action_latency, the fraction as action_delay (resolved to physics steps)."""
-        s = dict(base_settings)
-        for p, x in zip(cont, lo + span * u):
+        s = dict(self.base_settings)
+        for p, x in zip(self.cont, self.lo + self.span * u):
             s[p.setting] = float(x)
-        if lat is not None:
+        if self.lat is not None:
             whole = int(np.floor(latency + 1e-9))
-            s[lat.setting] = whole
+            s[self.lat.setting] = whole
             s.pop("action_delay", None)
             if latency - whole > 1e-9:
                 s["action_delay"] = float(latency - whole)
         return s
 
-    def fun(u, latency, o):
-        if progress:
-            progress(obj.evaluations + coarse.evaluations)
-        return o.residuals(settings_of(u, latency))
+    def fitted(self, u: np.ndarray, latency: float | None) -> dict[str, float]:
+        """Each parameter's value at ``u`` and ``latency``, in its own units."""
+        out = {p.name: float(x) for p, x in zip(self.cont, self.lo + self.span * u)}
+        if self.lat:
+            out[self.lat.name] = float(latency)
+        return out
 
-    def _progress_rms(u, latency, o):
-        return float(np.sqrt(np.mean(fun(u, latency, o) ** 2)))
 
-    u0 = np.clip((np.array([start[p.name] for p in cont]) - lo) / span, 0.0, 1.0) if cont else np.zeros(0)
-    lat0 = int(start[lat.name]) if lat else None
-    before = obj.rms(settings_of(u0, lat0))
-    open_before = obj.open_loop(settings_of(u0, lat0))
-    candidates = list(range(int(lat.low), int(lat.high) + 1)) if lat else [None]
+@dataclass(frozen=True)
+class _Point:
+    """The search's result: the unit-box point, the delay, and the vector the uncertainty is taken in."""
 
-    def scan(o, u, around=None):
-        near = candidates if around is None else [L for L in candidates if abs(L - around) <= 1]
-        return {L: o.rms(settings_of(u, L)) for L in near} if lat else {}
+    u: np.ndarray
+    latency: float | None
+    """Delay [control steps]; None without a latency parameter."""
+    v: np.ndarray
+    """``u`` with the delay appended (as a fraction of its range) where the latency is fitted."""
+    settings_v: object
+    """Settings of a vector like ``v``."""
+    params: list[Param]
+    """The parameters along ``v`` (the delay's range is the one it was refined in)."""
+    lo: np.ndarray
+    hi: np.ndarray
 
-    def fit(o, u, L):
+
+class _Search:
+    """The staged search: whole-step latencies and a coarse fit first, then the requested segments,
+    then the delay to a fraction of a step."""
+
+    def __init__(self, space: _Space, obj: Objective, coarse: Objective, method: str, max_evals: int, progress):
+        self.space, self.obj, self.coarse = space, obj, coarse
+        self.method, self.max_evals, self.progress = method, max_evals, progress
+        lat = space.lat
+        self.candidates = list(range(int(lat.low), int(lat.high) + 1)) if lat else [None]
+
+    def residuals(self, u, latency, o) -> np.ndarray:
+        if self.progress:
+            self.progress(self.obj.evaluations + self.coarse.evaluations)
+        return o.residuals(self.space.settings_of(u, latency))
+
+    def scan(self, o: Objective, u, around=None) -> dict:
+        """RMS error by whole-step latency (within a step of ``around`` when given); empty without one."""
+        near = self.candidates if around is None else [L for L in self.candidates if abs(L - around) <= 1]
+        return {L: o.rms(self.space.settings_of(u, L)) for L in near} if self.space.lat else {}
+
+    def fit(self, o: Objective, u, L):
+        """The continuous parameters fitted on ``o`` at latency ``L``, from ``u``."""
+        from scipy.optimize import differential_evolution, least_squares
+
+        cont, max_evals = self.space.cont, self.max_evals
         if not cont:
             return u
-        if method == "global":  # derivative-free, for rugged (contact-rich) objectives
+        if self.method == "global":  # derivative-free, for rugged (contact-rich) objectives
             gens = max(2, max_evals // (DE_POPULATION * len(cont)) - 1)
-            r = differential_evolution(lambda v: _progress_rms(v, L, o),
+            r = differential_evolution(lambda v: float(np.sqrt(np.mean(self.residuals(v, L, o) ** 2))),
                                        [(0.0, 1.0)] * len(cont), popsize=DE_POPULATION, maxiter=gens, tol=1e-3,
                                        seed=0, polish=False, init="sobol", x0=u)
             return r.x
-        r = least_squares(fun, u, bounds=(0.0, 1.0), args=(L, o), diff_step=DIFF_STEP, x_scale=1.0,
+        r = least_squares(self.residuals, u, bounds=(0.0, 1.0), args=(L, o), diff_step=DIFF_STEP, x_scale=1.0,
                           max_nfev=max(5, max_evals // (len(cont) + 1)))  # finite differences cost n more
         return r.x
 
-    u, latency = u0, lat0
-    if lat:  # every latency once, on short horizons where it stands out most
-        costs = scan(coarse, u)
-        latency = min(costs, key=costs.get)
-    kinks = [k for k, p in enumerate(cont) if p.name in KINKED]
-    for k in kinks:  # flat on one side of its kink: start from the best of a grid, not from the flat side
-        grid = np.linspace(0.0, 1.0, KINK_GRID)
-        trial = [np.where(np.arange(len(u)) == k, g, u) for g in grid]
-        u = trial[int(np.argmin([coarse.rms(settings_of(v, latency)) for v in trial]))]
-    for o in ((coarse, obj) if method == "lsq" else (obj,)):
-        u = fit(o, u, latency)
-        if lat:  # the fitted continuous settings may prefer a neighbouring latency: check, refit once
-            costs = scan(o, u, around=latency)
-            best = min(costs, key=costs.get)
-            if best != latency:
-                latency = best
-                u = fit(o, u, latency)
-    delay_range, fit_params, fit_lo, fit_hi = None, list(cont), lo, hi
-    v, settings_v = u, (lambda v: settings_of(v, latency))
-    if lat:  # the delay joins the continuous fit (to a fraction of a step), within a step of the whole-step best
+    def whole_steps(self, u, latency):
+        """Latency in whole control steps and the continuous fit, stage by stage."""
+        lat, coarse = self.space.lat, self.coarse
+        if lat:  # every latency once, on short horizons where it stands out most
+            costs = self.scan(coarse, u)
+            latency = min(costs, key=costs.get)
+        for k in [k for k, p in enumerate(self.space.cont) if p.name in KINKED]:
+            # flat on one side of its kink: start from the best of a grid, not from the flat side
+            grid = np.linspace(0.0, 1.0, KINK_GRID)
+            trial = [np.where(np.arange(len(u)) == k, g, u) for g in grid]
+            u = trial[int(np.argmin([coarse.rms(self.space.settings_of(v, latency)) for v in trial]))]
+        for o in ((coarse, self.obj) if self.method == "lsq" else (self.obj,)):
+            u = self.fit(o, u, latency)
+            if lat:  # the fitted continuous settings may prefer a neighbouring latency: check, refit once
+                costs = self.scan(o, u, around=latency)
+                best = min(costs, key=costs.get)
+                if best != latency:
+                    latency = best
+                    u = self.fit(o, u, latency)
+        return u, latency
+
+    def with_delay(self, u, latency) -> _Point:
+        """The delay joins the continuous fit (to a fraction of a step), within a step of the
+        whole-step best; without a latency parameter, the point as it is."""
+        space, lat = self.space, self.space.lat
+        if not lat:
+            return _Point(u, latency, u, lambda v: space.settings_of(v, latency), list(space.cont), space.lo,
+                          space.hi)
         dlo, dhi = max(float(lat.low), latency - 1.0), min(float(lat.high), latency + 1.0)
-        fit_params = cont + [Param(lat.name, lat.setting, dlo, dhi, doc=lat.doc)]
-        fit_lo, fit_hi = np.append(lo, dlo), np.append(hi, dhi)
-        settings_v = lambda v: settings_of(v[:-1], dlo + (dhi - dlo) * v[-1])  # noqa: E731
+        settings_v = lambda v: space.settings_of(v[:-1], dlo + (dhi - dlo) * v[-1])  # noqa: E731
         v = np.append(u, (latency - dlo) / (dhi - dlo))
-        v = _fit_vector(obj, v, settings_v, method, max_evals, progress)
+        v = _fit_vector(self.obj, v, settings_v, self.method, self.max_evals, self.progress)
         u, latency = v[:-1], round(float(dlo + (dhi - dlo) * v[-1]), 4)
         v[-1] = (latency - dlo) / (dhi - dlo)
-    costs = scan(obj, u)
-    final = settings_of(u, latency)
-    r = obj.residuals(final)
-    after = float(np.sqrt(np.mean(r**2)))
-    fitted = {p.name: float(x) for p, x in zip(cont, lo + span * u)}
-    if lat:
-        fitted[lat.name] = float(latency)
+        return _Point(u, latency, v, settings_v, space.cont + [Param(lat.name, lat.setting, dlo, dhi, doc=lat.doc)],
+                      np.append(space.lo, dlo), np.append(space.hi, dhi))
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """What the logs pin down at the fit."""
+
+    sigma: dict[str, float]
+    correlation: dict[str, dict[str, float]]
+    bootstrap: dict[str, float]
+    findings: list[str]
+    unidentified: set[str]
+
+
+def _judge(obj: Objective, point: _Point, r: np.ndarray, fitted: dict[str, float], log_count: int) -> _Judged:
+    """Identifiability at the fit: cluster-robust sigma and correlations from the Jacobian, then the
+    bootstrap over logs. ``r``: the residuals at the fit (``obj``'s last evaluation)."""
+    params, lo, hi = point.params, point.lo, point.hi
     groups = obj.groups
-    J = _jacobian(lambda w: obj.residuals(settings_v(w)), v, r) if fit_params else None
-    sigma, corr, findings, unidentified = _uncertainty(J, r, groups, fit_params, fit_hi - fit_lo, fitted, fit_lo,
-                                                       fit_hi)
-    boot = _bootstrap_logs(J, r, obj.log_ids, fit_params, fit_hi - fit_lo) if fit_params else {}
+    J = _jacobian(lambda w: obj.residuals(point.settings_v(w)), point.v, r) if params else None
+    sigma, corr, findings, unidentified = _uncertainty(J, r, groups, params, hi - lo, fitted, lo, hi)
+    boot = _bootstrap_logs(J, r, obj.log_ids, params, hi - lo) if params else {}
     if boot:
-        findings.append("bootstrap over logs (" + f"{BOOTSTRAP} resamples of the {len(logs)} logs, one Gauss-Newton "
+        findings.append("bootstrap over logs (" + f"{BOOTSTRAP} resamples of the {log_count} logs, one Gauss-Newton "
                         "step each): sd " + ", ".join(f"{k} {v:.3g}" for k, v in boot.items()))
-        for p in fit_params:  # the logs disagree more than the segments within them suggest
+        for p in params:  # the logs disagree more than the segments within them suggest
             sd_b, x = boot.get(p.name, 0.0), fitted[p.name]
             if p.name not in unidentified and (sd_b > 0.25 * (p.high - p.low)
                                                or sd_b > 0.5 * max(abs(x), 0.05 * (p.high - p.low))):
                 unidentified.add(p.name)
                 findings.append(f"{p.name}: the logs disagree (bootstrap sd {sd_b:.3g} around {x:.3g}); the profile "
                                 "keeps its starting value")
-    if lat:
-        sd = sigma.get(lat.name, float("nan"))
-        delay_range = (latency - 2 * sd, latency + 2 * sd) if np.isfinite(sd) else (float(lat.low), float(lat.high))
-    if method == "global" and cont:
-        notes.append("sigma comes from the local slope of a rugged (contact-rich) objective and understates the "
-                     "uncertainty; compare fits on separate sets of logs")
-    findings = notes + findings
-    if lat:
-        low, high = delay_range
-        text = (f"latency {latency:.3g} control steps ({latency * dt * 1e3:.1f} ms), 2 sigma range {low:.3g} - "
-                f"{high:.3g} steps")
-        if lat.name in unidentified:
-            text += " - not identified: the profile keeps its latency"
-        findings.append(text)
+    return _Judged(sigma, corr, boot, findings, unidentified)
+
+
+def _delay_range(lat: Param, latency: float, sigma: dict[str, float]) -> tuple[float, float]:
+    """Delays [control steps] within 2 sigma of the fitted one (the latency's whole range where
+    sigma is not finite)."""
+    sd = sigma.get(lat.name, float("nan"))
+    return (latency - 2 * sd, latency + 2 * sd) if np.isfinite(sd) else (float(lat.low), float(lat.high))
+
+
+def _latency_finding(latency: float, delay_range: tuple[float, float], dt: float, identified: bool) -> str:
+    low, high = delay_range
+    text = (f"latency {latency:.3g} control steps ({latency * dt * 1e3:.1f} ms), 2 sigma range {low:.3g} - "
+            f"{high:.3g} steps")
+    if not identified:
+        text += " - not identified: the profile keeps its latency"
+    return text
+
+
+def _without(obj: Objective, space: _Space, final: dict) -> dict[str, float]:
+    """The objective with each parameter put back to its start value, the others left at the fit."""
     without = {}
-    for p in params:
+    for p in space.params:
         s = dict(final)
         if p.integer:
-            s[p.setting] = int(start[p.name])
+            s[p.setting] = int(space.start[p.name])
             s.pop("action_delay", None)
-            if base_settings.get("action_delay"):
-                s["action_delay"] = base_settings["action_delay"]
+            if space.base_settings.get("action_delay"):
+                s["action_delay"] = space.base_settings["action_delay"]
         else:
-            s[p.setting] = start[p.name]
+            s[p.setting] = space.start[p.name]
         without[p.name] = obj.rms(s)
-        if without[p.name] < after * (1 - 1e-3):  # the search stopped short of its start value
-            unidentified.add(p.name)
-            findings.append(f"{p.name}: its start value gives a lower error ({without[p.name]:.4g} < {after:.4g} rad): "
-                            "the search did not converge; the profile keeps the start value (raise --max-evals)")
+    return without
+
+
+def _not_converged(without: dict[str, float], after: float) -> dict[str, str]:
+    """Parameters whose start value gives a lower error than the fit (the search stopped short of
+    it), each with its finding."""
+    return {name: f"{name}: its start value gives a lower error ({error:.4g} < {after:.4g} rad): the search did not "
+                  "converge; the profile keeps the start value (raise --max-evals)"
+            for name, error in without.items() if error < after * (1 - 1e-3)}
+
+
+def _torque_note(harness, fitted: dict[str, float]) -> dict[str, str]:
+    """The fitted torque limit in N m (the policy joints' range of it), for the table."""
     extra = {}
     if "torque_limit" in fitted:
         peak = harness.max_torque[harness.joints]
@@ -368,14 +522,7 @@ def calibrate(harness, logs, base: EngineProfile, params: list[Param], *, segmen
             extra["torque_limit"] = (f"  (= {fitted['torque_limit'] * peak.min():.3g}"
                                      + (f" - {fitted['torque_limit'] * peak.max():.3g}" if np.ptp(peak) else "")
                                      + " N m)")
-    return Fit(engine=base.engine, base=base, params=list(params), extra=extra, bootstrap=boot, nominal={p.name: p.nominal for p in params},
-               fitted=fitted, sigma=sigma, correlation=corr, error_before=before, error_after=after,
-               open_loop_before=open_before, open_loop_after=obj.open_loop(final), without=without,
-               latency_error={int(k): float(v) for k, v in costs.items()}, findings=findings,
-               unidentified=unidentified, delay=float(latency) if lat else None, delay_range=delay_range,
-               logs=[log.name for log in logs], method=method, segment_s=None if segment is None else segment * dt,
-               horizon_s=horizon,
-               evaluations=obj.evaluations + coarse.evaluations, seconds=time.monotonic() - t0)
+    return extra
 
 
 def _fit_vector(obj, v0: np.ndarray, settings_v, method: str, max_evals: int, progress) -> np.ndarray:

@@ -126,11 +126,11 @@ def cmd_convert(args) -> int:
 
 def cmd_simulate(args) -> int:
     from crosssim.profiles import load_profile
-    from crosssim.real.simulate import SensorNoise, simulate_logs
+    from crosssim.real.simulate import SensorNoise, SimulateLogsConfig, simulate_logs
 
-    paths = simulate_logs(args.policy, load_profile(args.engine), args.out, episodes=args.episodes,
-                          seconds=args.seconds, seed=args.seed, noise=SensorNoise().scaled(args.noise),
-                          suffix=".csv" if args.csv else ".parquet", trust=args.trust_policy_code)
+    config = SimulateLogsConfig(episodes=args.episodes, seconds=args.seconds, seed=args.seed,
+                                noise=SensorNoise().scaled(args.noise), suffix=".csv" if args.csv else ".parquet")
+    paths = simulate_logs(args.policy, load_profile(args.engine), args.out, config, trust=args.trust_policy_code)
     for p in paths:
         print(p)
     return EXIT_OK

@@ -12,10 +12,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from crosssim.real.logs import write_log
+
+if TYPE_CHECKING:
+    from crosssim.frame import SimFrame
 
 
 @dataclass(frozen=True)
@@ -101,126 +105,201 @@ def _term_slices(harness) -> dict[str, slice]:
     return out
 
 
-def simulate_logs(card_path: str | Path, profile, out: str | Path, *, episodes: int = 4, seconds: float | None = None,
-                  seed: int = 0, noise: SensorNoise = SensorNoise(), suffix: str = ".parquet",
-                  trust: bool = False, with_obs: bool = True, artefacts: Artefacts = Artefacts()) -> list[Path]:
-    """Write ``episodes`` logs of the card's policy in ``profile`` (an EngineProfile) into ``out``.
-    The policy sees what the robot measured (the noisy, logged values), as on hardware."""
-    from dataclasses import replace
+@dataclass(frozen=True, kw_only=True)
+class SimulateLogsConfig:
+    """How :func:`simulate_logs` runs the stand-in robot and what it logs."""
 
+    episodes: int = 4
+    """Episodes to run, one log each."""
+    seconds: float | None = None
+    """Length of each log [s] (at least two control steps); None: the task's episode length."""
+    seed: int = 0
+    """Base seed: episode i starts from seed + i and draws its sensor noise from the stream (seed, i, 7)."""
+    noise: SensorNoise = SensorNoise()
+    """Measurement noise on the logged values, which are also what the policy sees."""
+    suffix: str = ".parquet"
+    """Log file format: ``.parquet`` or ``.csv`` (each with its ``.json`` sidecar)."""
+    with_obs: bool = True
+    """Log the policy's inputs (obs.*)."""
+    artefacts: Artefacts = Artefacts()
+    """Deployment artefacts to put in the logs (none by default)."""
+
+
+def simulate_logs(card_path: str | Path, profile, out: str | Path,
+                  config: SimulateLogsConfig = SimulateLogsConfig(), *, trust: bool = False) -> list[Path]:
+    """Write ``config.episodes`` logs of the card's policy in ``profile`` (an EngineProfile) into
+    ``out``. The policy sees what the robot measured (the noisy, logged values), as on hardware.
+    ``trust``: allow code from the policy files to run."""
     from crosssim.card import load_card
-    from crosssim.frame import SimFrame, quat_rotate
-    from crosssim.policies import load_policy
-    from crosssim.runner.episode import Episode, play
-    from crosssim.runner.harness import Harness
     from crosssim.runner.simulator import open_engine
-    from crosssim.runner.stepper import ControlStepper
 
     card = load_card(card_path)
-    harness = Harness.from_card(card)
-    c, task = harness.canonical, harness.task
-    policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
-    sim = open_engine(profile, harness.scene, base=harness.model_variant)
+    robot = _Robot.from_card(card, config, trust=trust)
+    sim = open_engine(profile, robot.harness.scene, base=robot.harness.model_variant)
     out = Path(out)
-    names = [c.joint_names[j] for j in harness.joints]
-    qadr, dadr = c.joint_qposadr[harness.joints], c.joint_dofadr[harness.joints]
-    offsets = dict(artefacts.joint_offsets)
-    offset = np.array([offsets.get(j, 0.0) for j in names])
-    slices = _term_slices(harness) if artefacts.obs_scale else {}
     paths = []
     try:
-        for i in range(episodes):
-            stepper = ControlStepper(sim, harness)
-            ep = Episode(stepper)
-            rng = np.random.default_rng([seed, i, 7])
-            ep.start(seed + i)
-            policy.reset()
-            steps = task.max_steps if seconds is None else max(2, int(round(seconds / ep.control_dt)))
-            rows: dict[str, list] = {}
-            hold = np.zeros(harness.action_size)  # what the motors get in a dry run
-            last = [hold]
-
-            def add(key, value):
-                rows.setdefault(key, []).append(float(value))
-
-            def measured(frame: SimFrame) -> SimFrame:
-                """The frame as the robot's sensors read it."""
-                qpos, qvel = frame.qpos.copy(), frame.qvel.copy()
-                qpos[qadr] += rng.normal(0, noise.q, len(qadr))
-                qvel[dadr] += rng.normal(0, noise.dq, len(dadr))
-                quat, ang = frame.base_quat, frame.base_ang_vel
-                if c.free_base:
-                    quat = _rotate_small(frame.base_quat, noise.quat, rng)
-                    gyro = frame.base_ang_vel_body + rng.normal(0, noise.gyro, 3)
-                    qpos[3:7], qvel[3:6] = quat, gyro
-                    ang = quat_rotate(quat, gyro)
-                return replace(frame, qpos=qpos, qvel=qvel, base_quat=quat, base_ang_vel=ang)
-
-            def logged_policy(ep: Episode) -> np.ndarray:
-                """The policy's action, logging what a robot would at this control step."""
-                frame, state = measured(ep.frame), ep.task_state
-                if artefacts.dry_run and stepper.observer.ctx is not None and ep.t:
-                    stepper.observer.ctx.last_action = last[0]  # the policy's own output, not the held one
-                obs = stepper.observe(frame, state)
-                for term, factor in artefacts.obs_scale:
-                    obs[slices[term]] *= factor
-                raw = np.asarray(policy.act(obs), dtype=float)  # logged as the policy returned it
-                add("time", ep.t * ep.control_dt)
-                for k, j in enumerate(names):
-                    add(f"q.{j}", frame.qpos[qadr[k]] - offset[k])
-                    add(f"dq.{j}", frame.qvel[dadr[k]])
-                    add(f"tau.{j}", ep.frame.joint_torque[harness.joints[k]] + rng.normal(0, noise.tau))
-                    add(f"action.{j}", raw[k])
-                if c.free_base:
-                    for key, value in zip("wxyz", frame.base_quat):
-                        add(f"quat.{key}", value)
-                    for key, value in zip("xyz", frame.qvel[3:6]):
-                        add(f"gyro.{key}", value)
-                    if artefacts.base_pose:
-                        for key, value in zip("xyz", ep.frame.base_pos):
-                            add(f"pos.{key}", value)
-                        for key, value in zip("xyz", ep.frame.base_lin_vel):
-                            add(f"vel.{key}", value)
-                if "command" in state:
-                    for key, value in zip(("vx", "vy", "yaw_rate"), state["command"]):
-                        add(f"command.{key}", value)
-                if with_obs:
-                    for k, value in enumerate(obs):
-                        add(f"obs.{k}", value)
-                last[0] = raw
-                return hold if artefacts.dry_run else raw
-
-            terminated = play(ep, logged_policy, steps)
-            time = np.asarray(rows["time"])
-            if artefacts.jitter:
-                dt = ep.control_dt
-                time = time + np.clip(rng.normal(0, artefacts.jitter, len(time)), -0.3 * dt, 0.3 * dt)
-            if artefacts.late_row is not None and artefacts.late_row < len(time):
-                time[artefacts.late_row] += artefacts.late_by
-            grid = np.asarray(rows["time"])
-            if not np.array_equal(time, grid):  # sensors read at the jittered instants: states there
-                from crosssim.real.timing import hermite
-
-                moved = {}
-                for key in [k for k in rows if k.split(".")[0] in MEASURED]:
-                    group, name = key.split(".", 1)
-                    slope = {"q": "dq", "pos": "vel"}.get(group)
-                    values = np.asarray(rows[key])[:, None]
-                    moved[key] = (hermite(grid, values, np.asarray(rows[f"{slope}.{name}"])[:, None], time)[:, 0]
-                                  if slope and f"{slope}.{name}" in rows else np.interp(time, grid, values[:, 0]))
-                rows.update({k: list(v) for k, v in moved.items()})
-            rows["time"] = list(time)
-            path = out / f"{profile.name}-{i:03d}{suffix}"
-            meta = {"robot": harness.scene.stem, "joints": names, "control_period": ep.control_dt,
+        for i in range(config.episodes):
+            rng = np.random.default_rng([config.seed, i, 7])
+            rows, terminated, control_dt = _run_episode(sim, robot, config, i, rng)
+            _retime(rows, rng, config.artefacts, control_dt)
+            meta = {"robot": robot.harness.scene.stem, "joints": robot.names, "control_period": control_dt,
                     "card": os.path.relpath(card.path.resolve(), out.resolve()), "terminated": terminated,
-                    "source": f"crosssim logs simulate: profile {profile.name}, seed {seed}, episode {i}"}
-            if artefacts.dry_run:
-                meta["applied"] = False
-            if offsets:
-                meta["joint_offsets"] = offsets
-            if artefacts.declare_delay:
-                meta["action_delay"] = sim.variant.harness.action_latency + sim.variant.harness.action_delay
-            paths.append(write_log(path, meta, rows))
+                    "source": f"crosssim logs simulate: profile {profile.name}, seed {config.seed}, episode {i}",
+                    **_declared(config.artefacts, sim)}
+            paths.append(write_log(out / f"{profile.name}-{i:03d}{config.suffix}", meta, rows))
     finally:
         sim.close()
     return paths
+
+
+@dataclass(frozen=True)
+class _Robot:
+    """What stays the same across episodes: the card's harness and policy, and the logged joints."""
+
+    harness: object
+    policy: object
+    names: list[str]
+    """Logged joint names, in the policy's order."""
+    qadr: np.ndarray
+    dadr: np.ndarray
+    offset: np.ndarray
+    """Encoder offset of each logged joint [rad or m] (Artefacts.joint_offsets)."""
+    slices: dict[str, slice]
+    """Where each observation term sits (only where Artefacts.obs_scale needs it)."""
+
+    @classmethod
+    def from_card(cls, card, config: SimulateLogsConfig, *, trust: bool) -> "_Robot":
+        from crosssim.policies import load_policy
+        from crosssim.runner.harness import Harness
+
+        harness = Harness.from_card(card)
+        c = harness.canonical
+        policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
+        names = [c.joint_names[j] for j in harness.joints]
+        offsets = dict(config.artefacts.joint_offsets)
+        return cls(harness, policy, names, c.joint_qposadr[harness.joints], c.joint_dofadr[harness.joints],
+                   np.array([offsets.get(j, 0.0) for j in names]),
+                   _term_slices(harness) if config.artefacts.obs_scale else {})
+
+
+def _run_episode(sim, robot: _Robot, config: SimulateLogsConfig, i: int, rng) -> tuple[dict, bool, float]:
+    """Episode ``i``: its logged rows (on the control grid), whether it terminated, and the control period [s]."""
+    from crosssim.runner.episode import Episode, play
+    from crosssim.runner.stepper import ControlStepper
+
+    stepper = ControlStepper(sim, robot.harness)
+    ep = Episode(stepper)
+    ep.start(config.seed + i)
+    robot.policy.reset()
+    steps = (robot.harness.task.max_steps if config.seconds is None
+             else max(2, int(round(config.seconds / ep.control_dt))))
+    recorder = _Recorder(robot, stepper, config, rng)
+    terminated = play(ep, recorder.act, steps)
+    return recorder.rows, terminated, ep.control_dt
+
+
+class _Recorder:
+    """One episode's action source: the policy on the measured frame, each control step logged as a row."""
+
+    def __init__(self, robot: _Robot, stepper, config: SimulateLogsConfig, rng):
+        self.robot, self.stepper, self.config, self.rng = robot, stepper, config, rng
+        self.rows: dict[str, list] = {}
+        self.hold = np.zeros(robot.harness.action_size)  # what the motors get in a dry run
+        self.last = self.hold
+
+    def add(self, key, value) -> None:
+        self.rows.setdefault(key, []).append(float(value))
+
+    def measured(self, frame: SimFrame) -> SimFrame:
+        """The frame as the robot's sensors read it."""
+        from dataclasses import replace
+
+        from crosssim.frame import quat_rotate
+
+        r, noise, rng = self.robot, self.config.noise, self.rng
+        qpos, qvel = frame.qpos.copy(), frame.qvel.copy()
+        qpos[r.qadr] += rng.normal(0, noise.q, len(r.qadr))
+        qvel[r.dadr] += rng.normal(0, noise.dq, len(r.dadr))
+        quat, ang = frame.base_quat, frame.base_ang_vel
+        if r.harness.canonical.free_base:
+            quat = _rotate_small(frame.base_quat, noise.quat, rng)
+            gyro = frame.base_ang_vel_body + rng.normal(0, noise.gyro, 3)
+            qpos[3:7], qvel[3:6] = quat, gyro
+            ang = quat_rotate(quat, gyro)
+        return replace(frame, qpos=qpos, qvel=qvel, base_quat=quat, base_ang_vel=ang)
+
+    def act(self, ep) -> np.ndarray:
+        """The policy's action, logging what a robot would at this control step."""
+        artefacts = self.config.artefacts
+        frame, state = self.measured(ep.frame), ep.task_state
+        if artefacts.dry_run and self.stepper.observer.ctx is not None and ep.t:
+            self.stepper.observer.ctx.last_action = self.last  # the policy's own output, not the held one
+        obs = self.stepper.observe(frame, state)
+        for term, factor in artefacts.obs_scale:
+            obs[self.robot.slices[term]] *= factor
+        raw = np.asarray(self.robot.policy.act(obs), dtype=float)  # logged as the policy returned it
+        self.log(ep, frame, state, obs, raw)
+        self.last = raw
+        return self.hold if artefacts.dry_run else raw
+
+    def log(self, ep, frame: SimFrame, state: dict, obs: np.ndarray, raw: np.ndarray) -> None:
+        """One row: measured joints and base, true torques with noise, the raw action, command, inputs."""
+        r, add = self.robot, self.add
+        add("time", ep.t * ep.control_dt)
+        for k, j in enumerate(r.names):
+            add(f"q.{j}", frame.qpos[r.qadr[k]] - r.offset[k])
+            add(f"dq.{j}", frame.qvel[r.dadr[k]])
+            add(f"tau.{j}", ep.frame.joint_torque[r.harness.joints[k]] + self.rng.normal(0, self.config.noise.tau))
+            add(f"action.{j}", raw[k])
+        if r.harness.canonical.free_base:
+            for key, value in zip("wxyz", frame.base_quat):
+                add(f"quat.{key}", value)
+            for key, value in zip("xyz", frame.qvel[3:6]):
+                add(f"gyro.{key}", value)
+            if self.config.artefacts.base_pose:
+                for key, value in zip("xyz", ep.frame.base_pos):
+                    add(f"pos.{key}", value)
+                for key, value in zip("xyz", ep.frame.base_lin_vel):
+                    add(f"vel.{key}", value)
+        if "command" in state:
+            for key, value in zip(("vx", "vy", "yaw_rate"), state["command"]):
+                add(f"command.{key}", value)
+        if self.config.with_obs:
+            for k, value in enumerate(obs):
+                add(f"obs.{k}", value)
+
+
+def _retime(rows: dict, rng, artefacts: Artefacts, dt: float) -> None:
+    """Put the artefacts' timing on ``rows`` (in place): jittered and late timestamps, and the
+    measured groups moved to the instants their sensors were read."""
+    time = np.asarray(rows["time"])
+    if artefacts.jitter:
+        time = time + np.clip(rng.normal(0, artefacts.jitter, len(time)), -0.3 * dt, 0.3 * dt)
+    if artefacts.late_row is not None and artefacts.late_row < len(time):
+        time[artefacts.late_row] += artefacts.late_by
+    grid = np.asarray(rows["time"])
+    if not np.array_equal(time, grid):  # sensors read at the jittered instants: states there
+        from crosssim.real.timing import hermite
+
+        moved = {}
+        for key in [k for k in rows if k.split(".")[0] in MEASURED]:
+            group, name = key.split(".", 1)
+            slope = {"q": "dq", "pos": "vel"}.get(group)
+            values = np.asarray(rows[key])[:, None]
+            moved[key] = (hermite(grid, values, np.asarray(rows[f"{slope}.{name}"])[:, None], time)[:, 0]
+                          if slope and f"{slope}.{name}" in rows else np.interp(time, grid, values[:, 0]))
+        rows.update({k: list(v) for k, v in moved.items()})
+    rows["time"] = list(time)
+
+
+def _declared(artefacts: Artefacts, sim) -> dict:
+    """What the artefacts make a log's sidecar declare: a dry run, encoder offsets, the action delay."""
+    meta = {}
+    if artefacts.dry_run:
+        meta["applied"] = False
+    if artefacts.joint_offsets:
+        meta["joint_offsets"] = dict(artefacts.joint_offsets)
+    if artefacts.declare_delay:
+        meta["action_delay"] = sim.variant.harness.action_latency + sim.variant.harness.action_delay
+    return meta
