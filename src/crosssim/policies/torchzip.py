@@ -76,6 +76,27 @@ class _Unpickler(pickle.Unpickler):
         return self._read_storage(pid[2], np.dtype(_DTYPES[pid[1][1]]), pid[4])
 
 
+def storage_reader(zf: zipfile.ZipFile, prefix: str, path):
+    """``read_storage(key, dtype, numel)`` for the Unpickler: member ``<prefix>data/<key>`` as a
+    flat array, read once, its size and dtype checked."""
+    names = set(zf.namelist())
+    storages: dict[str, np.ndarray] = {}
+
+    def read_storage(key: str, dtype: np.dtype, numel: int) -> np.ndarray:
+        if key not in storages:
+            member = f"{prefix}data/{key}"
+            if member not in names:
+                raise Unsupported("missing storage")
+            buf = read_member(zf, member, path)
+            if len(buf) != numel * dtype.itemsize:
+                raise Unsupported("storage size")
+            storages[key] = np.frombuffer(buf, dtype=dtype)
+        if storages[key].dtype != dtype:
+            raise Unsupported("storage dtype")
+        return storages[key]
+    return read_storage
+
+
 def read_state_dict(raw: bytes, path) -> dict[str, np.ndarray]:
     """The state dict in ``raw`` (a torch.save zip) as numpy arrays; Unsupported when it is
     anything else. Members are read under crosssim.policies.limits (the caller checked the archive)."""
@@ -88,24 +109,10 @@ def read_state_dict(raw: bytes, path) -> dict[str, np.ndarray]:
         if len(pickles) != 1:
             raise Unsupported("no single data.pkl")
         prefix = pickles[0][: -len("data.pkl")]
-        names = set(zf.namelist())
-        if f"{prefix}byteorder" in names and read_member(zf, f"{prefix}byteorder", path).strip() != b"little":
+        if f"{prefix}byteorder" in set(zf.namelist()) and \
+                read_member(zf, f"{prefix}byteorder", path).strip() != b"little":
             raise Unsupported("byte order")
-        storages: dict[str, np.ndarray] = {}
-
-        def read_storage(key: str, dtype: np.dtype, numel: int) -> np.ndarray:
-            if key not in storages:
-                member = f"{prefix}data/{key}"
-                if member not in names:
-                    raise Unsupported("missing storage")
-                buf = read_member(zf, member, path)
-                if len(buf) != numel * dtype.itemsize:
-                    raise Unsupported("storage size")
-                storages[key] = np.frombuffer(buf, dtype=dtype)
-            if storages[key].dtype != dtype:
-                raise Unsupported("storage dtype")
-            return storages[key]
-
+        read_storage = storage_reader(zf, prefix, path)
         try:
             state = _Unpickler(read_member(zf, pickles[0], path), read_storage).load()
         except Unsupported:

@@ -15,11 +15,10 @@ import io
 import zipfile
 from pathlib import Path
 
-import numpy as np
 
 from crosssim.errors import PolicyLoadError
-from crosssim.policies.limits import check_file_size, read_member
-from crosssim.policies.torchzip import Unsupported, _Unpickler
+from crosssim.policies.limits import check_file_size
+from crosssim.policies.torchzip import Unsupported, _Unpickler, storage_reader
 
 
 class ScriptObject:
@@ -86,21 +85,7 @@ def read_module(path: Path, *, source: bytes | None = None) -> ScriptObject:
             if pickle is None:
                 raise PolicyLoadError(f"{path}: not a TorchScript file (no data.pkl inside)")
             prefix = pickle[: -len("data.pkl")]
-            names = set(zf.namelist())
-            storages: dict[str, np.ndarray] = {}
-
-            def read_storage(key: str, dtype: np.dtype, numel: int) -> np.ndarray:
-                if key not in storages:
-                    member = f"{prefix}data/{key}"
-                    if member not in names:
-                        raise Unsupported("missing storage")
-                    buf = read_member(zf, member, path)
-                    if len(buf) != numel * dtype.itemsize:
-                        raise Unsupported("storage size")
-                    storages[key] = np.frombuffer(buf, dtype=dtype)
-                if storages[key].dtype != dtype:
-                    raise Unsupported("storage dtype")
-                return storages[key]
+            read_storage = storage_reader(zf, prefix, path)
 
             top = _ScriptUnpickler(members[pickle], read_storage).load()
     except zipfile.BadZipFile as exc:
