@@ -151,27 +151,34 @@ def execute_job(job: EngineJob, emit) -> None:
     for condition, fields in job.conditions:
         if not run_condition(condition, fields, [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
             return
-    if job.sweeps:
-        from crosssim.rehearsal import judge
-        from crosssim.sweep import search_family
-
-        metric = lambda payloads: harness.task.metric_values(payload_frame(payloads), job.metric)  # noqa: E731
-        for family, rungs in job.sweeps:
-            if not can_push and any(f.get("push_impulse") for _, f in rungs):
-                continue  # an engine that cannot push shows no push margin ("—"), not an engine failure
-
-            def rows_of(condition, fields):
-                todo = [(i, s) for i, s in job.sweep_episodes if (condition, i) not in seen]
-                if todo and not run_condition(condition, fields, todo):
-                    raise _EngineFailed
-                return [seen.get((condition, i)) for i, _ in job.sweep_episodes]
-            try:
-                search_family(rungs, rows_of, metric, job.fraction, judge(metric) if family == REHEARSAL else None)
-            except _EngineFailed:
-                return
+    if job.sweeps and not _search_sweeps(job, harness, seen, run_condition, can_push):
+        return
     import resource
 
     emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+
+
+def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push: bool) -> bool:
+    """Search every sweep of ``job`` by bisection (crosssim.sweep), running the rungs it visits
+    through ``run_condition``; False when the engine failed (reported)."""
+    from crosssim.rehearsal import FAMILY as REHEARSAL, judge
+    from crosssim.sweep import search_family
+
+    metric = lambda payloads: harness.task.metric_values(payload_frame(payloads), job.metric)  # noqa: E731
+    for family, rungs in job.sweeps:
+        if not can_push and any(f.get("push_impulse") for _, f in rungs):
+            continue  # an engine that cannot push shows no push margin ("—"), not an engine failure
+
+        def rows_of(condition, fields):
+            todo = [(i, s) for i, s in job.sweep_episodes if (condition, i) not in seen]
+            if todo and not run_condition(condition, fields, todo):
+                raise _EngineFailed
+            return [seen.get((condition, i)) for i, _ in job.sweep_episodes]
+        try:
+            search_family(rungs, rows_of, metric, job.fraction, judge(metric) if family == REHEARSAL else None)
+        except _EngineFailed:
+            return False
+    return True
 
 
 def _to_log(path: str) -> None:
