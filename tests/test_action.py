@@ -155,7 +155,7 @@ class ActionRun:
         return first_failure
 
 
-def _git(repo, *args):
+def run_git(repo, *args):
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
                    capture_output=True)
 
@@ -170,17 +170,17 @@ def test_action_steps_in_a_pull_request(tmp_path):
     (repo / "policies").mkdir(parents=True)
     shutil.copytree(POLICY, repo / "policies" / "hopper")
     (repo / "crosssim.toml").write_text("[gate]\n")  # the defaults: regression against main
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "good policy")
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "good policy")
     inputs = {"engines": "mujoco", "episodes": "2", "max-steps": "150", "base-ref": "main"}
     card = repo / "policies" / "hopper" / "card.yaml"
 
     def pull_request(name, change, **more) -> ActionRun:
-        _git(repo, "checkout", "-q", "main")
-        _git(repo, "checkout", "-q", "-b", name)
+        run_git(repo, "checkout", "-q", "main")
+        run_git(repo, "checkout", "-q", "-b", name)
         change()
-        _git(repo, "commit", "-qam", name)
+        run_git(repo, "commit", "-qam", name)
         work = tmp_path / name
         work.mkdir()
         action = ActionRun(repo, work, {**inputs, **more}, cache=tmp_path / "cache")

@@ -38,9 +38,14 @@ def test_cli_crossval_writes_results(tmp_path):
                                     "terminated", "failure"]
     assert (df.condition == "nominal").sum() == 2 * 2 and df.failure.isna().all()  # engines x episodes
     rungs = df[df.condition != "nominal"]  # the sweeps: only the rungs the bisection visited, 2 episodes each
-    assert set(rungs.condition.str.split("@").str[0]) == {"actuation", "timing", "contact"}
+    # ... and the deployment rehearsal (every episode) with its joint-margin search
+    assert set(rungs.condition.str.split("@").str[0]) == {"actuation", "timing", "contact", "rehearsal"}
+    assert (df.condition == "rehearsal").sum() == 2 * 2
     assert (rungs.groupby(["engine", "condition"]).size() == 2).all()
+    from crosssim.rehearsal import SCALES
+
     bisection = sum(math.ceil(math.log2(lad.rungs + 1)) for lad in LADDERS.values())  # ceil(log2(K + 1)) per family
+    bisection += math.ceil(math.log2(len(SCALES) + 1))  # the joint margin's search, from the rehearsal itself
     assert rungs.groupby("engine").condition.nunique().le(bisection).all()
     assert "verdict:" in proc.stdout and summary_has_profile(out)
     summary = json.loads((out / "summary.json").read_text())

@@ -222,7 +222,7 @@ def _cli_env(**extra) -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]), **extra}
 
 
-def _git(repo, *args):
+def run_git(repo, *args):
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
@@ -249,9 +249,9 @@ def test_pull_request_flow(tmp_path):
     (repo / "policies").mkdir(parents=True)
     shutil.copytree(POLICY, repo / "policies" / "hopper")
     (repo / "crosssim.toml").write_text("[gate]\n")  # the defaults: regression against main
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
-    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "good policy")
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "add", ".")
+    run_git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "good policy")
     env = _cli_env(GITHUB_STEP_SUMMARY=str(tmp_path / "step-summary.md"))
 
     def crosssim(*args):
@@ -266,9 +266,9 @@ def test_pull_request_flow(tmp_path):
                         "--episodes", "3", "--out", str(tmp_path / branch), "--config", "crosssim.toml",
                         "--junit", str(tmp_path / f"{branch}.xml"))
 
-    _git(repo, "checkout", "-q", "-b", "degraded")
+    run_git(repo, "checkout", "-q", "-b", "degraded")
     _degrade(repo / "policies" / "hopper" / "model.zip")
-    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "degraded policy")
+    run_git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "degraded policy")
     bad = gate("degraded")
     assert bad.returncode == EXIT_FAIL, bad.stdout + bad.stderr
     assert "regression vs baseline" in bad.stdout and "FAIL" in bad.stdout
@@ -278,11 +278,11 @@ def test_pull_request_flow(tmp_path):
     page = (tmp_path / "degraded" / "report.html").read_text()  # the report shows base and PR side by side
     assert 'id="gate-table"' in page and (tmp_path / "degraded" / "baseline" / "summary.json").is_file()
 
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "checkout", "-q", "-b", "same")
+    run_git(repo, "checkout", "-q", "main")
+    run_git(repo, "checkout", "-q", "-b", "same")
     card = repo / "policies" / "hopper" / "card.yaml"
     card.write_text(card.read_text() + "# reviewed\n")  # an equally good policy: same weights, touched card
-    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "touch card")
+    run_git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "touch card")
     good = gate("same")
     assert good.returncode == EXIT_PASS, good.stdout + good.stderr
     assert "crosssim gate: PASS" in (tmp_path / "step-summary.md").read_text()

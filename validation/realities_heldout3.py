@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
-from crosssim.engines.settings import EngineProfile
+from crosssim.engines.base import EngineProfile
 from crosssim.engines.mujoco import EngineMuJoCo
 from crosssim.errors import EngineFailure
 from crosssim.scene import load_mujoco_model

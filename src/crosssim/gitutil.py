@@ -21,7 +21,7 @@ from crosssim.errors import CrossSimError
 from crosssim.text import printable
 
 
-def _git(args: list[str], cwd: Path) -> bytes:
+def run_git(args: list[str], cwd: Path) -> bytes:
     proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True)
     if proc.returncode != 0:
         lines = proc.stderr.decode(errors="replace").strip().splitlines() or [f"exit status {proc.returncode}"]
@@ -29,12 +29,12 @@ def _git(args: list[str], cwd: Path) -> bytes:
     return proc.stdout
 
 
-def _paths(out: bytes) -> list[str]:
+def split_paths(out: bytes) -> list[str]:
     return [os.fsdecode(p) for p in out.split(b"\0") if p]
 
 
 def repo_root(path: Path = Path(".")) -> Path:
-    return Path(os.fsdecode(_git(["rev-parse", "--show-toplevel"], Path(path)).strip()))
+    return Path(os.fsdecode(run_git(["rev-parse", "--show-toplevel"], Path(path)).strip()))
 
 
 def resolve_ref(ref: str, root: Path) -> str:
@@ -75,10 +75,10 @@ def changed_policies(base: str, *, root: Path | None = None, under: str = "polic
     """
     root = (root or repo_root()).resolve()
     top = (root / under).resolve()
-    merge_base = _git(["merge-base", resolve_ref(base, root), "HEAD"], root).decode().strip()
-    names = _paths(_git(["ls-files", "-z", "--", under], root) if every else
-                   _git(["diff", "-z", "--name-only", "--no-renames", merge_base, "--", under], root))
-    names += _paths(_git(["ls-files", "-z", "--others", "--exclude-standard", "--", under], root))
+    merge_base = run_git(["merge-base", resolve_ref(base, root), "HEAD"], root).decode().strip()
+    names = split_paths(run_git(["ls-files", "-z", "--", under], root) if every else
+                   run_git(["diff", "-z", "--name-only", "--no-renames", merge_base, "--", under], root))
+    names += split_paths(run_git(["ls-files", "-z", "--others", "--exclude-standard", "--", under], root))
     cards: set[Path] = set()
     orphans: set[Path] = set()
     for name in names:

@@ -105,9 +105,9 @@ def _one(found: list[_BaseCard], rule: str, ref: str) -> _BaseCard | None:
 
 def _renames(root: Path, merge_base: str) -> list[tuple[str, str, str]]:
     """(status, old, new) of every rename or copy git finds between ``merge_base`` and the work tree."""
-    from crosssim.gitutil import _git
+    from crosssim.gitutil import run_git
 
-    fields = [os.fsdecode(f) for f in _git(["diff", "-z", "-M", "-C", "--name-status", merge_base], root).split(b"\0")]
+    fields = [os.fsdecode(f) for f in run_git(["diff", "-z", "-M", "-C", "--name-status", merge_base], root).split(b"\0")]
     out, k = [], 0
     while k < len(fields) and fields[k]:
         status = fields[k]
@@ -124,7 +124,7 @@ def pair_policy(card, base) -> Pairing:
     (a crosssim.trust.TrustedBase); raises CrossSimError (one line) on a ``replaces:`` naming no
     base card or a rule matching several."""
     from crosssim.card import find_card
-    from crosssim.gitutil import _git, resolve_ref
+    from crosssim.gitutil import run_git, resolve_ref
     from crosssim.runner.inputs import path_digest
 
     root, tree, ref = base.root, base.tree, base.ref
@@ -159,7 +159,7 @@ def pair_policy(card, base) -> Pairing:
         if found:
             return Pairing(found.path, f"paired with {printable(found.rel)} at {printable(ref)} by the weights "
                                        f"(SHA-256 {digest[:12]}, the same file)")
-    merge_base = _git(["merge-base", resolve_ref(ref, root), "HEAD"], root).decode().strip()
+    merge_base = run_git(["merge-base", resolve_ref(ref, root), "HEAD"], root).decode().strip()
     mine = {rel, *(_rel(Path(os.path.normpath(f)), root) for f in _own_files(card) if Path(f).is_relative_to(root))}
     owners = {}
     for c in cards:
@@ -251,9 +251,9 @@ def _tree_files(top: Path, folder: str, *, git: bool = False) -> set[str]:
     """Files under ``folder`` of ``top``; with ``git``, those git tracks or would add (not ignored
     files: a checkout's own build leftovers are no part of a pull request)."""
     if git:
-        from crosssim.gitutil import _git, _paths
+        from crosssim.gitutil import run_git, split_paths
 
-        return set(_paths(_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", folder], top)))
+        return set(split_paths(run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", folder], top)))
     base = top / folder
     return {_rel(p, top) for p in base.rglob("*") if p.is_file()} if base.is_dir() else set()
 

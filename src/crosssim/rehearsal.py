@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crosssim.sweep import _lin, _unlin, axis_fields, nominal
+from crosssim.sweep import axis_fields, lin, nominal, unlin
 
 FAMILY = "rehearsal"
 """The sweep family of the joint-margin search, and the condition name of its rows."""
@@ -93,9 +93,9 @@ def draw(spec: dict, seed: int) -> dict:
         if name == "actuator":
             value = expected  # the real motors' model: part of every reality
         else:
-            x0, x1 = _lin(name, _nominal_value(name)), _lin(name, float(expected))
+            x0, x1 = lin(name, _nominal_value(name)), lin(name, float(expected))
             x = x0 + ui * scale * (x1 - x0)
-            value = _unlin(name, _bounded(name, x))
+            value = unlin(name, _bounded(name, x))
         for key, v in axis_fields(name, value).items():
             out[key] = out[key] + v if key == "term_noise" and key in out else v
     return out

@@ -56,11 +56,11 @@ class Ladder:
             if name == "actuator":
                 out[name] = values[0] if severity >= self.levels[0] - 1e-9 else None
                 continue
-            xs, ys = [0.0, *self.levels], [_lin(name, nominal(name)), *(_lin(name, v) for v in values)]
+            xs, ys = [0.0, *self.levels], [lin(name, nominal(name)), *(lin(name, v) for v in values)]
             x = float(np.interp(severity, xs, ys))
             if severity > xs[-1]:  # beyond the top rung the last step is extended (as severity_of reads it)
                 x = max(ys[-1] + (severity - xs[-1]) * (ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
-            out[name] = _unlin(name, x)
+            out[name] = unlin(name, x)
         return out
 
     def severity_of(self, name: str, value) -> float:
@@ -71,9 +71,9 @@ class Ladder:
         if value is None:
             return 0.0
         levels = np.array([0.0, *self.levels])
-        values = np.array([_lin(name, nominal(name)), *(_lin(name, v) for v in dict(self.axes)[name])], float)
+        values = np.array([lin(name, nominal(name)), *(lin(name, v) for v in dict(self.axes)[name])], float)
         sign = 1.0 if values[-1] > values[0] else -1.0
-        x, v = sign * _lin(name, float(value)), sign * values
+        x, v = sign * lin(name, float(value)), sign * values
         if x <= v[0]:
             return 0.0
         if x > v[-1]:
@@ -86,13 +86,13 @@ INVERSE = {"motor_free_speed"}
 none, infinity, is nominal)."""
 
 
-def _lin(name: str, value: float) -> float:
+def lin(name: str, value: float) -> float:
     if name in INVERSE:
         return 0.0 if value is None or not np.isfinite(value) else 1.0 / float(value)
     return float(value)
 
 
-def _unlin(name: str, x: float) -> float:
+def unlin(name: str, x: float) -> float:
     if name in INVERSE:
         return float("inf") if x <= 0 else 1.0 / x
     return x

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, assert_one_line_error
-from test_gate_trust import _env, _git, cli
+from test_gate_trust import _env, run_git, cli
 
 HOPPER = ROOT / "policies" / "hopper-ppo-mujoco"
 needs_hopper = pytest.mark.skipif(not (HOPPER / "model.zip").exists(), reason="policies/hopper-ppo-mujoco not trained")
@@ -49,10 +49,10 @@ def _hopper_repo(tmp_path, *, name: bool = True) -> Path:
     if not name:
         card = repo / "policies" / "hop" / "card.yaml"
         card.write_text(re.sub(r"(?m)^name: .*\n", "", card.read_text()))
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
-    _git(repo, "checkout", "-q", "-b", "pr")
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
+    run_git(repo, "checkout", "-q", "-b", "pr")
     return repo
 
 
@@ -74,8 +74,8 @@ def test_a_renamed_folder_keeps_its_regression_check(tmp_path, keep_name):
     """hop -> hop-v2 with weaker weights: FAIL, not "new policy: no regression check"."""
     repo = _hopper_repo(tmp_path, name=keep_name)
     _weaken(repo / "policies" / "hop" / "model.zip")
-    _git(repo, "mv", "policies/hop", "policies/hop-v2")
-    _git(repo, "commit", "-qam", "rename and weaken")
+    run_git(repo, "mv", "policies/hop", "policies/hop-v2")
+    run_git(repo, "commit", "-qam", "rename and weaken")
     proc = _gate(repo, tmp_path, "policies/hop-v2/card.yaml")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "FAIL" in _row(proc.stdout, "regression vs baseline")
@@ -88,8 +88,8 @@ def test_a_renamed_card_file_keeps_its_regression_check(tmp_path):
     """card.yaml -> model.yaml in the same folder, weaker weights: FAIL."""
     repo = _hopper_repo(tmp_path, name=False)
     _weaken(repo / "policies" / "hop" / "model.zip")
-    _git(repo, "mv", "policies/hop/card.yaml", "policies/hop/model.yaml")
-    _git(repo, "commit", "-qam", "rename card file and weaken")
+    run_git(repo, "mv", "policies/hop/card.yaml", "policies/hop/model.yaml")
+    run_git(repo, "commit", "-qam", "rename card file and weaken")
     proc = _gate(repo, tmp_path, "policies/hop/model.yaml")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "FAIL" in _row(proc.stdout, "regression vs baseline")
@@ -112,19 +112,19 @@ def test_an_own_robot_cannot_hide_a_regression(tmp_path):
     (folder / "hopper.xml").write_text(strong)
     card = yaml.safe_load((folder / "card.yaml").read_text())
     (folder / "card.yaml").write_text(yaml.safe_dump({**card, "robot": "hopper.xml"}, sort_keys=False))
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "weaker weights, stronger robot")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "weaker weights, stronger robot")
     proc = _gate(repo, tmp_path, "policies/hop/card.yaml")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "FAIL" in _row(proc.stdout, "regression vs baseline")
     physical = _row(proc.stdout, "physical files changed")
     assert "WARN" in physical and "policies/hop/hopper.xml (new)" in physical and "card field robot" in physical
     (repo / "crosssim.toml").write_text('[gate]\nphysical_changes = "fail"\n')  # the base config decides
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "add", "crosssim.toml")
-    _git(repo, "commit", "-qm", "physical changes fail")
-    _git(repo, "checkout", "-q", "pr")
-    _git(repo, "rebase", "-q", "main")
+    run_git(repo, "checkout", "-q", "main")
+    run_git(repo, "add", "crosssim.toml")
+    run_git(repo, "commit", "-qm", "physical changes fail")
+    run_git(repo, "checkout", "-q", "pr")
+    run_git(repo, "rebase", "-q", "main")
     proc = _gate(repo, tmp_path, "policies/hop/card.yaml")
     assert "FAIL" in _row(proc.stdout, "physical files changed"), proc.stdout + proc.stderr
 
@@ -181,10 +181,10 @@ def base_repo(tmp_path, good_policy):
     _card(repo / "policies" / "hop", good_policy)
     _card(repo / "policies" / "walk", good_policy, name="walker")
     (repo / "policies" / "walk" / "policy.pt").write_bytes((good_policy / "policy.pt").read_bytes() + b"\0")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
-    _git(repo, "checkout", "-q", "-b", "pr")
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
+    run_git(repo, "checkout", "-q", "-b", "pr")
     return repo
 
 
@@ -202,8 +202,8 @@ def test_pairing_rules(base_repo, good_policy):
 def test_pairing_by_rename_and_an_unpaired_new_policy(base_repo, good_policy):
     repo = base_repo
     (repo / "policies" / "hop" / "policy.pt").write_bytes((good_policy / "policy.pt").read_bytes()[:-64] + b"x" * 64)
-    _git(repo, "mv", "policies/hop", "policies/hop2")
-    _git(repo, "commit", "-qam", "rename hop")
+    run_git(repo, "mv", "policies/hop", "policies/hop2")
+    run_git(repo, "commit", "-qam", "rename hop")
     how, removed, _ = _pair(repo, "policies/hop2/card.yaml")
     assert "policies/hop/card.yaml at main by git's rename detection" in how, how
     _card(repo / "policies" / "fresh", good_policy, name="fresh")
@@ -221,11 +221,11 @@ def test_pairing_refuses_to_guess(base_repo, good_policy):
     with pytest.raises(Exception, match="must be a path inside the repository"):
         _pair(repo, "policies/x/card.yaml")
     shutil.copytree(repo / "policies" / "walk", repo / "policies" / "walk2")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "two walkers")
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "pr")  # main now has two cards named walker
-    _git(repo, "checkout", "-q", "-b", "pr2")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "two walkers")
+    run_git(repo, "checkout", "-q", "main")
+    run_git(repo, "merge", "-q", "pr")  # main now has two cards named walker
+    run_git(repo, "checkout", "-q", "-b", "pr2")
     _card(repo / "policies" / "y", good_policy, name="walker")
     with pytest.raises(Exception, match="2 cards at main.*add `replaces:"):
         _pair(repo, "policies/y/card.yaml")

@@ -28,7 +28,7 @@ ACTION = ROOT / "action.yml"  # the steps the workflow runs
 ODD_NAMES = ["é-policy", "tab\tname", 'quote"name', "space name", "new\nline", os.fsdecode(b"not-utf8-\xff")]
 
 
-def _git(repo, *args):
+def run_git(repo, *args):
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=repo, check=True,
                    capture_output=True)
 
@@ -75,7 +75,7 @@ def _policy(folder: Path, good_policy: Path, **card):
 def _repo(tmp_path, good_policy) -> Path:
     repo = tmp_path / "repo"
     (repo / "policies").mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "init", "-q", "-b", "main")
     return repo
 
 
@@ -98,9 +98,9 @@ def test_pr_cannot_choose_thresholds_profiles_or_cached_rows(tmp_path, good_poli
             observation={"normalize": {"file": "vecnormalize.json"}})
     (repo / "policies" / "p" / "vecnormalize.json").write_text(json.dumps(stats))
     (repo / "crosssim.toml").write_text("[gate]\nmin_reference_return = 1000000.0\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
-    _git(repo, "checkout", "-q", "-b", "pr")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
+    run_git(repo, "checkout", "-q", "-b", "pr")
     (repo / "crosssim.toml").write_text("[gate]\nmin_reference_return = -1.0\nmax_risk = 10.0\nwarn_risk = 10.0\n"
                                         "max_engine_drop = 10.0\nmax_regression = 10.0\n")
     marker = tmp_path / "pr-code-ran"
@@ -115,8 +115,8 @@ def test_pr_cannot_choose_thresholds_profiles_or_cached_rows(tmp_path, good_poli
     rows = repo / ".cache" / "crosssim" / "rows"
     for i in range(256):  # where the old default cache lived; any key it could have read
         (rows / f"{i:02x}").mkdir(parents=True)
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "pr")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "pr")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     cache = tmp_path / "xdg"
@@ -166,8 +166,8 @@ def _card_link_outside(repo, tmp_path, good_policy):
 def test_gate_refuses_card_reading_outside_the_repository(tmp_path, good_policy, make):
     repo = _repo(tmp_path, good_policy)
     _policy(repo / "policies" / "p", good_policy)
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
     needle = make(repo, tmp_path, good_policy)
     env = _env(tmp_path)
     before = _snapshot(tmp_path)
@@ -298,13 +298,13 @@ def test_damaged_cache_entries_are_one_warning(tmp_path, good_policy, capsys):
 def _pr_with_odd_names(tmp_path, good_policy) -> Path:
     repo = _repo(tmp_path, good_policy)
     (repo / "policies" / "README.md").write_text("policies\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
-    _git(repo, "checkout", "-q", "-b", "pr")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
+    run_git(repo, "checkout", "-q", "-b", "pr")
     for name in ODD_NAMES:
         _policy(repo / "policies" / name, good_policy, name="odd")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "odd names")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "odd names")
     return repo
 
 
@@ -343,8 +343,8 @@ def test_shared_file_change_gates_the_cards_reading_it(tmp_path, good_policy):
     shutil.copy(good_policy / "policy.pt", repo / "policies" / "shared" / "net.pt")
     _policy(repo / "policies" / "a", good_policy, policy={"file": "../shared/net.pt", "format": "torchscript"})
     _policy(repo / "policies" / "b", good_policy)
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
     (repo / "policies" / "shared" / "net.pt").write_bytes(b"changed")
     proc = cli("changed-policies", "--base", "main", cwd=repo, env=_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -358,8 +358,8 @@ def test_card_named_after_its_weights_is_gated_and_stray_files_fail(tmp_path, go
     _policy(repo / "policies" / "ant", good_policy, policy={"file": "ant.pt", "format": "torchscript"})
     (repo / "policies" / "ant" / "policy.pt").rename(repo / "policies" / "ant" / "ant.pt")
     (repo / "policies" / "ant" / "card.yaml").rename(repo / "policies" / "ant" / "ant.yaml")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
     (repo / "policies" / "ant" / "ant.pt").write_bytes(b"changed")
     proc = cli("changed-policies", "--base", "main", cwd=repo, env=_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -517,8 +517,8 @@ def test_cancelled_gate_removes_the_base_tree(tmp_path, good_policy):
 
     repo = _repo(tmp_path, good_policy)
     _policy(repo / "policies" / "p", good_policy)
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "base")
+    run_git(repo, "add", ".")
+    run_git(repo, "commit", "-qm", "base")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "crosssim.cli", "gate", "--policy", "policies/p/card.yaml",

@@ -93,6 +93,7 @@ def execute_job(job: EngineJob, emit) -> None:
         harness = Harness.from_card(card)
         profile = load_profile(job.profile)
         policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=job.trust)
+        can_push = get_engine(profile.engine).capabilities.push
     except Exception as exc:
         fail(exc)
         return
@@ -101,8 +102,6 @@ def execute_job(job: EngineJob, emit) -> None:
     def emit_row(payload: dict) -> None:
         seen[(payload["condition"], int(payload["episode"]))] = payload
         emit("row", payload)
-
-    can_push = get_engine(profile.engine).capabilities.push
 
     def run_condition(condition: str, fields: dict, todo) -> bool:
         """Run ``todo`` episodes under one condition; False when the engine failed (reported). A
