@@ -199,13 +199,14 @@ def test_default_hopper_end_to_end(tmp_path, card, monkeypatch):
 
     printed = io.StringIO()
     print_risk(risk, file=printed)
-    line = printed.getvalue().split("verdict support (share of bootstrap resamples of the sweep episodes per class): ")[1]
+    line = printed.getvalue().split("verdict support (share of bootstrap resamples of the rehearsal episodes per class): ")[1]
     assert f"{risk.verdict} {100 * risk.verdict_support.get(risk.verdict, 0):.0f}%" in line.splitlines()[0]
     from crosssim.report import write_report
 
     html = write_report(tmp_path / "run0", filmstrips=False).read_text()
     assert 'id="dose-response"' in html and html.count("<tr><td>") >= 3 and "expected gap" in html
     assert 'id="verdict-support"' in html and f"{risk.verdict.upper()} " in html.split('id="verdict-support"')[1]
+    assert 'id="rehearsal"' in html and "Deployment rehearsal" in html
 
 
 @pytest.mark.skipif(not (DR.exists() and NODR.exists()), reason="example DR/no-DR policies not present")

@@ -165,7 +165,8 @@ def print_risk(risk, file=None) -> None:
                                          for name, c in risk.components.items()), file=file)
     print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
     if risk.verdict_support:
-        print("verdict support (share of bootstrap resamples of the sweep episodes per class): "
+        what = "rehearsal" if risk.rehearsal is not None else "sweep"
+        print(f"verdict support (share of bootstrap resamples of the {what} episodes per class): "
               + ", ".join(f"{v} {support_text(p)}" for v, p in risk.verdict_support.items()), file=file)
 
 

@@ -307,7 +307,8 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common, rehea
         import dataclasses
 
         verdict = rehearsal.verdict
-        message = f"{rehearsal_text(rehearsal, common['metric'])}; diagnosis (ladders): {message.split(': ', 1)[-1]}"
+        diagnosis = message.split(": ", 1)[-1].split("; uncertain: ")[0]  # the ladders' own support no longer decides
+        message = f"{rehearsal_text(rehearsal, common['metric'])}; diagnosis (ladders): {diagnosis}"
         agg = dataclasses.replace(agg, drop=rehearsal.loss, ci95=rehearsal.loss_ci95)
         common = dict(common, verdict_support=rehearsal.support)
         if verdict_uncertain(rehearsal.support, verdict, common["thresholds"]):
