@@ -200,6 +200,18 @@ def payload_frame(payloads):
     return rows_frame([EpisodeRow.from_worker("", p.get("engine", ""), p) for p in payloads])
 
 
+def _send(q, kind: str, payload) -> None:
+    """Put one message; a row or an error waits until the queue's feeder thread has taken it
+    (at most 1 s), so a crash in the next episode (a segfault, SIGKILL) cannot lose a finished
+    row still buffered in this process: under load the feeder thread may not run for a whole episode."""
+    q.put((kind, payload))
+    if kind in ("row", "error"):
+        deadline = time.monotonic() + 1.0
+        while getattr(q, "_buffer", None) and time.monotonic() < deadline:
+            time.sleep(0.0002)
+        time.sleep(0.0005)  # the item taken is being written: let that write finish
+
+
 def _worker_main(job: EngineJob, q, handoff=None) -> None:
     # ``handoff`` (crosssim.policies.sandbox.Handoff) registered the parent's loaded policy
     # process while it was unpickled; load_policy below picks it up.
@@ -208,7 +220,7 @@ def _worker_main(job: EngineJob, q, handoff=None) -> None:
     # One intra-op thread for a policy run in this process: torch reads it when first imported, so
     # a worker whose policy runs in the sandbox (or needs no torch) never pays torch's import.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    execute_job(job, lambda kind, payload: q.put((kind, payload)))
+    execute_job(job, lambda kind, payload: _send(q, kind, payload))
     # Everything is sent: flush it, then skip the interpreter's teardown (Warp's and Newton's
     # took 3 s after the last message, time the parent spent in join). Policy processes were
     # closed with their objects; an unused prestarted one sees its pipe close and exits.
