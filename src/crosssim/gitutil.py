@@ -152,6 +152,10 @@ def tree_at(ref: str, *, root: Path | None = None) -> Iterator[Path]:
             try:
                 with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
                     tar.extractall(tmp, filter=_inside)
+                # tarfile stops at the end-of-archive marker; git may still be writing its padding,
+                # and closing the pipe under it kills git with SIGPIPE (an empty "failed" under load).
+                while proc.stdout.read(1 << 16):
+                    pass
             except (tarfile.TarError, OSError) as exc:
                 proc.kill()
                 raise CrossSimError(f"cannot materialise {printable(ref)!r} from {printable(str(root))}: {exc}") from None
@@ -160,9 +164,14 @@ def tree_at(ref: str, *, root: Path | None = None) -> Iterator[Path]:
                 proc.wait()
             if proc.returncode != 0:
                 err.seek(0)
-                line = (err.read().decode(errors="replace").strip().splitlines() or ["?"])[-1]
+                line = (err.read().decode(errors="replace").strip().splitlines() or [_describe(proc.returncode)])[-1]
                 raise CrossSimError(f"git archive {printable(ref)!r} failed: {printable(line)}")
         yield Path(tmp)
+
+
+def _describe(code: int) -> str:
+    """A git exit without a message: its exit status or the signal that ended it."""
+    return f"killed by signal {-code}" if code < 0 else f"exit status {code} and no message"
 
 
 def in_tree(path: Path, root: Path, tree: Path) -> Path:
