@@ -19,6 +19,11 @@ call (which the engine only records) before any row's (k+1)-th, whose joint read
 worlds at once; so a per-physics-step torque law or a delay split into parts still makes one
 solver step for all rows per round. PyBullet's ``worlds_model`` is one server per episode, which
 steps at once; the rounds then change nothing but the order in which the servers step.
+
+A batch whose episodes each run under their own reality (the deployment rehearsal: every episode
+draws its own masses, frictions, delays and noise) passes ``sims``, one Simulator per row: each row
+then steps its own model (threads where the engine steps states in parallel, never a worlds model),
+and the policy forward is still one per control step for all of them.
 """
 
 from __future__ import annotations
@@ -68,37 +73,47 @@ def physics_threads(engine, episodes: int) -> int:
 def run_episodes_lockstep(sim: Simulator, harness: Harness, policy: Policy, slots: list[tuple[int, int, int]], *,
                           batch_size: int, max_steps: int | None = None, record_episode: int | None = None,
                           on_result: Callable[[EpisodeResult], None], heartbeat: Callable[[int], None] = lambda t: None,
-                          threads: int | None = None) -> None:
+                          threads: int | None = None, sims: dict[int, Simulator] | None = None) -> None:
     """Run the episodes ``slots`` = [(row, episode, seed)] together; ``on_result`` gets each as it ends.
 
     Each episode steps through the same ``Episode.advance`` parts as ``run_episode``; only where
     the actions come from (one policy forward for the whole batch) and which thread steps the
-    physics (``threads``; None: ``physics_threads``) are this module's own.
+    physics (``threads``; None: ``physics_threads``) are this module's own. ``sims``: one
+    Simulator per row (its own variant and model) instead of ``sim`` for all; the caller closes them.
     """
     threads = physics_threads(sim.engine, len(slots)) if threads is None else threads
-    worlds = sim.engine.worlds_model(sim.model, len(slots)) if sim.engine.capabilities.worlds and slots else None
+    worlds = (sim.engine.worlds_model(sim.model, len(slots))
+              if sim.engine.capabilities.worlds and slots and sims is None else None)
+    own = sims or {row: sim for row, _, _ in slots}
     if worlds is not None:
         try:
-            _lockstep(dataclasses.replace(sim, model=worlds), harness, policy, slots, batch_size, max_steps,
+            world = dataclasses.replace(sim, model=worlds)
+            _lockstep({row: world for row in own}, harness, policy, slots, batch_size, max_steps,
                       record_episode, on_result, heartbeat, None, rounds=True)
         finally:
             sim.engine.close(worlds)
     elif threads > 1:
         with ThreadPoolExecutor(threads, thread_name_prefix="crosssim-physics") as pool:
-            _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool)
+            _lockstep(own, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool)
     else:
-        _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, None)
+        _lockstep(own, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, None)
 
 
-def _lockstep(sim, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool, *,
+def _native(sim: Simulator, harness: Harness):
+    return sim.engine.native_pd_model(sim.model, harness.actuation) if sim.engine.capabilities.native_pd else None
+
+
+def _lockstep(sims, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool, *,
               rounds: bool = False) -> None:
-    episodes, accounts, alive = {}, {}, []
-    native = sim.engine.native_pd_model(sim.model, harness.actuation) if sim.engine.capabilities.native_pd else None
+    episodes, accounts, alive, natives = {}, {}, [], {}
     for row, episode, seed in slots:
+        sim = sims[row]
         account = EpisodeAccount(sim.name, episode, seed, record=episode == record_episode)
         accounts[row] = account
         try:
-            episodes[row] = Episode(ControlStepper(sim, harness, native_pd=native))
+            if id(sim) not in natives:  # one native-PD model per distinct model, shared by its rows
+                natives[id(sim)] = _native(sim, harness)
+            episodes[row] = Episode(ControlStepper(sim, harness, native_pd=natives[id(sim)]))
             episodes[row].start(seed)
             alive.append(row)
         except Exception as exc:

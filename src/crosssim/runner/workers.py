@@ -67,6 +67,11 @@ class EngineJob:
         return [(c, i, s) for c, _ in self.conditions for i, s in self.episodes if (c, i) not in self.skip]
 
 
+REALITIES_AT_ONCE = 32
+"""Most rehearsal episodes (each its own model) open at once in one lockstep batch (memory bound:
+a Newton or PhysX model per episode)."""
+
+
 def execute_job(job: EngineJob, emit) -> None:
     """Run ``job`` in this process, calling ``emit(kind, payload)`` as results arrive."""
     from crosssim.card import load_card
@@ -106,17 +111,42 @@ def execute_job(job: EngineJob, emit) -> None:
     def run_condition(condition: str, fields: dict, todo) -> bool:
         """Run ``todo`` episodes under one condition; False when the engine failed (reported). A
         rehearsal condition runs each episode under its own reality, drawn from its seed."""
-        if REHEARSAL in fields:
-            for episode, seed in todo:
-                drawn = draw(fields[REHEARSAL], seed)
-                if not can_push:  # as the push ladder: an engine that cannot push rehearses without it
-                    drawn.pop("push_impulse", None)
-                if not run_variant(condition, Variant.of(**drawn), [(episode, seed)], batch=False):
-                    return False
-            return True
-        return run_variant(condition, Variant.of(**fields), todo)
+        if REHEARSAL not in fields:
+            return run_variant(condition, Variant.of(**fields), todo)
+        realities = {}
+        for episode, seed in todo:
+            drawn = draw(fields[REHEARSAL], seed)
+            if not can_push:  # as the push ladder: an engine that cannot push rehearses without it
+                drawn.pop("push_impulse", None)
+            realities[episode] = Variant.of(**drawn)
+        if job.batch and can_batch(get_engine(profile.engine), policy):
+            return run_realities(condition, realities, todo)
+        return all(run_variant(condition, realities[episode], [(episode, seed)]) for episode, seed in todo)
 
-    def run_variant(condition: str, perturbation, todo, *, batch: bool = True) -> bool:
+    def run_realities(condition: str, realities: dict, todo) -> bool:
+        """Episodes each under its own reality, in lockstep: one model per episode, one policy
+        forward per control step for all (at most REALITIES_AT_ONCE models open at a time)."""
+        rows = {i: k for k, (i, _) in enumerate(job.episodes)}
+        for start in range(0, len(todo), REALITIES_AT_ONCE):
+            chunk, sims = todo[start:start + REALITIES_AT_ONCE], {}
+            try:
+                for episode, _ in chunk:
+                    sims[rows[episode]] = open_engine(profile, harness.scene, realities[episode],
+                                                      base=harness.model_variant)
+                run_episodes_lockstep(
+                    next(iter(sims.values())), harness, policy, [(rows[i], i, s) for i, s in chunk],
+                    batch_size=len(job.episodes), max_steps=job.max_steps, sims=sims,
+                    on_result=lambda r: emit_row(dataclasses.asdict(r) | {"condition": condition}),
+                    heartbeat=lambda t: emit("progress", t))
+            except Exception as exc:  # an engine bug: this condition's remaining episodes fail, sent rows stay
+                fail(exc)
+                return False
+            finally:
+                for sim in sims.values():
+                    sim.close()
+        return True
+
+    def run_variant(condition: str, perturbation, todo) -> bool:
         if not todo and not perturbation.is_nominal:
             return True
         try:
@@ -128,7 +158,7 @@ def execute_job(job: EngineJob, emit) -> None:
             if perturbation.is_nominal:
                 emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in sim.engine.audit(sim.model)])
             record = job.episodes[0][0] if job.record and perturbation.is_nominal else None
-            if job.batch and batch and can_batch(sim.engine, policy, sim.model):
+            if job.batch and can_batch(sim.engine, policy, sim.model):
                 rows = {i: k for k, (i, _) in enumerate(job.episodes)}
                 run_episodes_lockstep(
                     sim, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
