@@ -71,13 +71,14 @@ class CrossvalConfig:
     ray_address: str | None = option(None, flag="--address", help="Ray cluster address (--executor ray); default: a "
                                                                   "private local instance on 127.0.0.1.")
     batch: bool = option(
-        False, flag="--batch-episodes",
+        True, flag="--one-at-a-time",
+        off="Step each engine's episodes one at a time, one policy call per episode and step (the path before "
+            "lockstep became the default; numbers differ from lockstep in the last bits of the policy output).",
         help="Step each engine's episodes in lockstep with one batched policy forward per control step "
-             "(engines with concurrent states: MuJoCo, its physics in one thread per core, and PhysX, one world per "
-             "episode; memoryless policies, and LSTM exporters rebuilt as a batched "
-             "module; a PD card's law then runs in MuJoCo's actuators). Numbers differ from one-at-a-time runs in "
-             "the last bits of the policy output, so this (with the batch size, the episode count) is part of the "
-             "cache key.")
+             "(engines with concurrent states: MuJoCo, its physics in one thread per core; PyBullet, one server per "
+             "episode; Newton, one model of N worlds; PhysX; memoryless policies, and LSTM exporters rebuilt as a "
+             "batched module; other policies run one at a time). Numbers differ from one-at-a-time runs in the last "
+             "bits of the policy output, so this (with the batch size, the episode count) is part of the cache key.")
     cache: bool = option(
         True, off="Recompute every episode: read no cached row and store none.",
         help="Reuse per-episode results computed before with identical inputs (resume after an interruption).")
