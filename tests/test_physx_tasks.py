@@ -90,8 +90,8 @@ def test_an_acting_tendon_and_a_floating_tree_beside_another_are_one_line(tmp_pa
       </fixed></tendon></mujoco>"""
     with pytest.raises(EngineFailure) as err:
         _load(tmp_path, tendon)
-    assert str(err.value) == ("physx: scene.xml has tendon t with a limit, spring, damping or friction; not supported by "
-                              "the physx engine (SAPIEN's fixed tendons are not reconciled here)")
+    assert str(err.value) == ("physx cannot build tendon 't' (with a limit, spring, damping or friction) in scene.xml: "
+                              "SAPIEN's fixed tendons are not reconciled here")
     inert = tendon.replace(' limited="true" range="-0.1 0.1"', "")
     assert _load(tmp_path, inert, "inert") is not None  # Humanoid's kind: exerts nothing, built
     floating = """<mujoco><worldbody><body name="a"><freejoint/><geom size="0.1"/></body>

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crosssim.contacts import geom_world_friction
 from crosssim.errors import CrossSimError
 from crosssim.limits import check_model_files
 
@@ -117,6 +118,9 @@ class CanonicalModel:
     Engines that cannot build them declare so (EngineCapabilities.ball_joints)."""
     ball_qposadr: tuple[int, ...] = ()
     """qpos address of each ball joint's quaternion (w, x, y, z)."""
+    geom_world_friction: np.ndarray | None = None
+    """Sliding friction of each geom's contacts with the world as MuJoCo combines it (priority,
+    pairs, condim 1: crosssim.contacts); NaN for a geom that never touches the world."""
 
     @property
     def joint_count(self) -> int:
@@ -181,7 +185,7 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
     with a variant applied: engines audit against the model they were built from)."""
     import mujoco
 
-    name = lambda obj, i: mujoco.mj_id2name(m, obj, i) or f"{i}"  # noqa: E731
+    name = lambda obj, i: element_name(m, obj, i)  # noqa: E731
     types = {int(mujoco.mjtJoint.mjJNT_HINGE): "hinge", int(mujoco.mjtJoint.mjJNT_SLIDE): "slide"}
     free, ball = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
     # A ball joint of the root body is part of the base (as a free joint is): its orientation is
@@ -250,7 +254,26 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
         keyframes=keyframes,
         ball_joints=tuple(name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in balls),
         ball_qposadr=tuple(int(m.jnt_qposadr[j]) for j in balls),
+        geom_world_friction=geom_world_friction(m),
     )
+
+
+def element_name(m, obj, i: int) -> str:
+    """The name of element ``i`` of MuJoCo object type ``obj`` (a ``mujoco.mjtObj``): its own, or for
+    an unnamed element ``<kind>_<id>`` (``joint_0``, ``body_3``, ``pair_1``), MuJoCo's id in the compiled
+    model. Every adapter and the audit name elements through this one function, so an unnamed joint
+    (humanoid-gym's XBot-L base) is the same joint everywhere. A synthesised name that an element of
+    the same kind already carries gets ``#`` appended until it is free."""
+    import mujoco
+
+    own = mujoco.mj_id2name(m, obj, i)
+    if own is not None:
+        return own
+    kind = mujoco.mju_type2Str(int(obj)) or "element"
+    name = f"{kind}_{i}"
+    while mujoco.mj_name2id(m, obj, name) >= 0:
+        name += "#"
+    return name
 
 
 def write_mesh_obj(m, mesh: int, folder: Path) -> Path:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import mujoco
 import numpy as np
 
+from crosssim.contacts import geom_world_friction
 from crosssim.engines.audit import AuditRow
 from crosssim.engines.capabilities import EngineCapabilities
 from crosssim.engines.common import compiled_canonical
@@ -200,7 +201,7 @@ def read_back_mujoco(m: mujoco.MjModel, c: CanonicalModel) -> dict[str, np.ndarr
         "joint_armature": m.dof_armature[c.joint_dofadr].copy(),
         "joint_frictionloss": m.dof_frictionloss[c.joint_dofadr].copy(),
         "joint_stiffness": np.array([m.jnt_stiffness[m.dof_jntid[d]] for d in c.joint_dofadr]),
-        "geom_friction": floor_contact_friction(m.geom_friction[:, 0], c),
+        "geom_friction": floor_contact_friction(m.geom_friction[:, 0], c, geom_world_friction(m)),
         # Native gains are zeroed on purpose; crosssim applies gear x ctrl itself.
         "actuator_gear": m.actuator_gear[:, 0].copy(),
     }
@@ -222,11 +223,15 @@ TOLERANCES = {
 RELATIVE = {"body_mass", "body_inertia"}
 
 
-def floor_contact_friction(mu: np.ndarray, c: CanonicalModel) -> np.ndarray:
-    """Sliding friction of each geom's contact with the world geoms: MuJoCo takes the max."""
+def floor_contact_friction(mu: np.ndarray, c: CanonicalModel, effective: np.ndarray | None = None) -> np.ndarray:
+    """Sliding friction of each geom's contact with the world geoms: ``effective`` (MuJoCo's
+    combination, crosssim.contacts.geom_world_friction; the canonical model's by default) where the
+    geom touches the world, else the max of ``mu`` and the world's."""
     world = [g for g, b in enumerate(c.geom_body) if b == "world"]
     floor = max((mu[g] for g in world), default=0.0)
-    return np.maximum(mu, floor)
+    effective = c.geom_world_friction if effective is None else effective
+    out = np.maximum(mu, floor)
+    return out if effective is None else np.where(np.isnan(effective), out, effective)
 
 
 def audit_rows(c: CanonicalModel, got: dict, notes: dict | None = None) -> list[AuditRow]:

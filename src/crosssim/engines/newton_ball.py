@@ -33,6 +33,9 @@ def split_base(scene: Path, root: str) -> tuple[str, object]:
     """(MJCF text with the root body split as above, a path resolver for its relative files)."""
     tree = ET.parse(scene)
     body = next((b for b in tree.getroot().iter("body") if b.get("name") == root), None)
+    if body is None and root == "body_1":  # an unnamed root (crosssim.scene.element_name): the first body
+        world = tree.getroot().find("worldbody")
+        body = None if world is None else world.find("body")
     joints = [] if body is None else [j for j in body if j.tag == "joint"]
     if body is None or not any(j.get("type") == "ball" for j in joints):
         raise CrossSimError(f"newton: the ball joint of {scene.name}'s base body {root!r} is not written in that body "

@@ -21,7 +21,9 @@ import warp as wp
 import newton
 from crosssim.engines.audit import AuditRow
 from crosssim.engines.common import compiled_canonical
-from crosssim.engines.mujoco import audit_rows
+from crosssim.engines.features import refuse_unbuilt
+from crosssim.contacts import geom_world_friction
+from crosssim.engines.mujoco import audit_rows, floor_contact_friction
 from crosssim.engines.newton_ball import BALL, ball_coordinates, skip_carrier, split_base
 from crosssim.engines.settings import MUJOCO_SOLVERS, EngineProfile, NewtonSettings, settings_of
 from crosssim.errors import CrossSimError
@@ -128,6 +130,12 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
     s = settings_of(profile, NewtonSettings)  # docs/engines.md, "Newton"
     m = compiled.mj  # canonical, plus the variant (timestep, perturbations, calibration)
     solver_name = s.solver
+    # SolverMuJoCo takes the importer's pairs, excludes, height fields, tendons, equalities, condim
+    # and per-geom friction to MuJoCo(-Warp) as they are; Newton's own solvers collide every shape
+    # with its own contact model and the floor-friction reconciliation below.
+    own = solver_name not in MUJOCO_SOLVERS
+    refuse_unbuilt(m, compiled.scene, f"newton ({solver_name})",
+                   lambda use: WORLD_EXCLUDE if use.feature == "exclude" and use.world else own and OWN_CANNOT.get(use.feature))
     nm = import_builder(compiled).finalize(device="cpu")
     notes: dict[str, str] = {}
 
@@ -172,6 +180,20 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
         q_index=q_index, qd_index=qd_index, joint_offset=joint_offset, body_com=nm.body_com.numpy().astype(float),
         free_q=free_q, free_qd=free_qd, balls=balls, shape_geom=shape_geom, floor_mu=floor_mu, notes=notes, passive=passive,
         compiled=compiled)
+
+
+OWN_CANNOT = {
+    "pair": "Newton's own contact model does not take a pair's parameters; run solver mujoco-warp",
+    "hfield": "not checked against MuJoCo in Newton's own collision pipeline; run solver mujoco-warp",
+    "tendon": "Newton's own solvers have no tendons; run solver mujoco-warp",
+    "equality": "Newton's own solvers do not take MuJoCo's equality constraints; run solver mujoco-warp",
+    "ellipsoid": "not checked against MuJoCo in Newton's own collision pipeline; run solver mujoco-warp",
+    "condim": "Newton's own contact model has sliding friction only; run solver mujoco-warp",
+    "frictionless": "Newton's own contact model has no frictionless contact; run solver mujoco-warp",
+    "friction": "the floor-friction reconciliation of Newton's own solvers gives a body one friction",
+}
+"""What Newton's own solvers (featherstone, xpbd, semi-implicit) cannot build (crosssim.engines.features)."""
+WORLD_EXCLUDE = "Newton's importer skips an <exclude> naming the world body (measured: the box stayed on the floor)"
 
 
 def import_builder(compiled: CompiledModel):
@@ -446,6 +468,12 @@ def audit_newton(model: NewtonModel) -> list[AuditRow]:
     for s, g in enumerate(model.shape_geom):
         if g >= 0:
             geom_mu[g] = max(mu[s], floor) if name in MUJOCO_SOLVERS else 0.5 * (mu[s] + floor)
+    if name in MUJOCO_SOLVERS and model.compiled is not None:  # MuJoCo combines them: priority, pairs, condim
+        handed = copy.copy(model.compiled.mj)
+        for s, g in enumerate(model.shape_geom):
+            if g >= 0:
+                handed.geom_friction[g, 0] = mu[s]
+        geom_mu = floor_contact_friction(geom_mu, c, geom_world_friction(handed))
     got = {
         "timestep": model.dt,
         "integrator": _integrator(model),

@@ -38,6 +38,7 @@ from crosssim.engines.audit import AuditRow
 from crosssim.engines.capabilities import EngineCapabilities
 from crosssim.engines.common import compiled_canonical
 from crosssim.engines.contract import EngineBase
+from crosssim.engines.features import Use, refuse_unbuilt
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.physx_base import SlideBallBase, from_root, slide_ball_base, to_root
 from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, physx_joints, refuse_unsupported, to_pose
@@ -97,6 +98,7 @@ class EnginePhysX(EngineBase):
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:
         m = compiled.mj  # the variant is in the model PhysX is built from
+        refuse_unbuilt(m, compiled.scene, self.name, cannot_build)
         refuse_unsupported(m, compiled.scene)
         c = compiled_canonical(compiled)
         base = slide_ball_base(m, c, compiled.scene.name)  # or one line why this ball joint is not built
@@ -230,6 +232,26 @@ class EnginePhysX(EngineBase):
             model.closed = True
             model.world.scene.clear()
             shutil.rmtree(model.mesh_dir, ignore_errors=True)  # every state's world is built from it until now
+
+
+CANNOT = {
+    "tendon": "SAPIEN's fixed tendons are not reconciled here",
+    "equality": "this adapter builds no PhysX constraints besides the articulation's joints",
+    "ellipsoid": "PhysX has no ellipsoid shape (an enclosing sphere would be another robot)",
+    "condim": "PhysX's torsional patch friction is not MuJoCo's; only sliding friction is built",
+    "friction": "PhysX holds one friction material per body here",
+}
+
+
+def cannot_build(use: Use) -> str | None:
+    """Why the physx column cannot build ``use`` (crosssim.engines.features), None where it does:
+    pairs between the robot and the world (a collision bit of their own, the pair's friction in the
+    body's material), excludes (ignore bits), height fields of the world (a triangle mesh), condim 1
+    (friction 0), meshes (convex hulls, as MuJoCo collides them)."""
+    if use.feature in ("pair", "hfield") and not use.world:
+        return {"pair": "PhysX averages the two bodies' materials, so a robot-robot pair cannot have its own friction",
+                "hfield": "a height field is built only on the world body (a static triangle mesh)"}[use.feature]
+    return CANNOT.get(use.feature)
 
 
 def _base(world: PhysXWorld):

@@ -22,6 +22,7 @@ import numpy as np
 
 from crosssim.errors import EngineFailure
 from crosssim.frame import cross3, quat_rotate, quat_to_matrix
+from crosssim.scene import element_name
 
 JNT = mujoco.mjtJoint
 
@@ -55,7 +56,7 @@ def slide_ball_base(m, c, scene_name: str) -> SlideBallBase | None:
     balls = [j for j in range(m.njnt) if int(m.jnt_type[j]) == int(JNT.mjJNT_BALL)]
     if not balls:
         return None
-    name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, balls[0]) or str(balls[0])
+    name = element_name(m, mujoco.mjtObj.mjOBJ_JOINT, balls[0])
     why = None
     jnts = list(range(m.body_jntadr[1], m.body_jntadr[1] + m.body_jntnum[1]))
     types = [int(m.jnt_type[j]) for j in jnts]
@@ -77,7 +78,7 @@ def slide_ball_base(m, c, scene_name: str) -> SlideBallBase | None:
         raise EngineFailure(f"physx: ball joints not supported (joint {name} in {scene_name}): SAPIEN 3 exposes no "
                             f"spherical articulation joint, and {why}")
     index = {n: k for k, n in enumerate(c.joint_names)}
-    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in jnts[:3]]
+    names = [element_name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in jnts[:3]]  # unnamed: as canonical
     return SlideBallBase(
         slides=tuple(index[n] for n in names), slide_qpos=np.array([m.jnt_qposadr[j] for j in jnts[:3]]),
         slide_dof=np.array([m.jnt_dofadr[j] for j in jnts[:3]]), axes=axes, p0=m.body_pos[1].copy(),

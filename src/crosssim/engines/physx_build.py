@@ -20,7 +20,8 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
 
 from crosssim.engines.settings import EngineProfile, PhysXSettings, settings_of
 from crosssim.errors import EngineFailure
-from crosssim.scene import write_mesh_obj
+from crosssim.engines.features import body_friction, contact_geoms
+from crosssim.scene import element_name, write_mesh_obj
 
 GEOM = mujoco.mjtGeom
 JNT = mujoco.mjtJoint
@@ -59,14 +60,8 @@ def _axis_frame(anchor, axis) -> sapien.Pose:
 
 
 def refuse_unsupported(m, scene: Path) -> None:
-    """One clear line for what this adapter cannot build (the canonical model refuses ball joints)."""
-    if m.neq:
-        raise EngineFailure(f"physx: {scene.name} has {m.neq} equality constraint(s); not supported by the physx engine")
-    active = [t for t in range(m.ntendon) if _tendon_acts(m, t)]
-    if active:  # a tendon without limit, spring, damping or friction exerts nothing (Humanoid's two)
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, active[0]) or str(active[0])
-        raise EngineFailure(f"physx: {scene.name} has tendon {name} with a limit, spring, damping or friction; not "
-                            "supported by the physx engine (SAPIEN's fixed tendons are not reconciled here)")
+    """One clear line for what this adapter cannot build beyond the feature inventory (tendons,
+    equalities: crosssim.engines.features; the canonical model refuses ball joints)."""
     roots = [b for b in range(1, m.nbody) if m.body_parentid[b] == 0]
     free = [b for b in roots if any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL))
                                     for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))]
@@ -83,12 +78,13 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
     the joints' armature and passive drives."""
     s = settings_of(profile, PhysXSettings)
     scene, system = _new_scene(m, s)
-    floor_mu = _add_ground(m, scene, mesh_dir)
+    groups = _collision_groups(m, _parent_filter(m))
+    mus = body_friction(m)
+    floor_mu = _add_ground(m, scene, mesh_dir, groups, mus)
     # A free joint, or a base of slides and a ball (physx_base; any other ball is refused before).
     free = any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL)) for j in range(m.njnt))
     tree = _Links()
     body_mu = np.full(m.nbody - 1, np.nan)
-    ignore = _parent_filter(m)
     root = None
     if not free:  # a fixed root at the world origin carries the first body's joints (or weld)
         root = tree.new_link(None, "world")
@@ -99,7 +95,7 @@ def build_world(m, profile: EngineProfile, mesh_dir: Path) -> tuple[PhysXWorld, 
         link.mass = float(m.body_mass[b])
         link.cmass_local_pose = to_pose(m.body_ipos[b], m.body_iquat[b])
         link.inertia = np.asarray(m.body_inertia[b], dtype=np.float32)
-        body_mu[b - 1] = _attach_body_shapes(m, b, link, floor_mu, int(ignore[b]), mesh_dir)
+        body_mu[b - 1] = _attach_body_shapes(m, b, link, floor_mu, mus, groups, mesh_dir)
         tree.links_of_body[b] = link
     art = _add_articulation(m, scene, tree.entities, free, s)
     qindex, joints = _set_joint_drives(m, art, tree.joint_of)
@@ -120,15 +116,18 @@ def _new_scene(m, s: PhysXSettings) -> tuple[sapien.Scene, px.PhysxCpuSystem]:
     return scene, system
 
 
-def _add_ground(m, scene: sapien.Scene, mesh_dir: Path) -> float:
-    """The world body's geoms as one static actor; returns the floor's friction (1 without one)."""
+def _add_ground(m, scene: sapien.Scene, mesh_dir: Path, groups: np.ndarray, mus: dict) -> float:
+    """The world body's geoms as one static actor; returns the floor's friction (1 without one):
+    the world geoms' largest, lowered to the lowest friction a body has against the world (a
+    frictionless condim-1 contact: 0) so that every body's material can make the average."""
     world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
     floor_mu = float(max((m.geom_friction[g, 0] for g in world_geoms), default=1.0))
+    floor_mu = min(floor_mu, min(mus.values(), default=floor_mu))
     floor_mat = px.PhysxMaterial(floor_mu, floor_mu, 0.0)
     if world_geoms:
         ground = px.PhysxRigidStaticComponent()
         for g in world_geoms:
-            for shape in _shapes(m, g, floor_mat, mesh_dir):
+            for shape in _shapes(m, g, floor_mat, mesh_dir, groups[g]):
                 ground.attach(shape)
         entity = sapien.Entity()
         entity.add_component(ground)
@@ -164,7 +163,7 @@ def _carrier(link) -> None:
 def _body_links(m, b: int, tree: _Links, parent, free: bool):
     """Body ``b``'s link(s) under ``parent``: the floating root, a fixed link for a welded body, or
     one link per joint (carriers, then the body's own); returns the body's link."""
-    name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body{b}"
+    name = element_name(m, mujoco.mjtObj.mjOBJ_BODY, b)
     body_pose = to_pose(m.body_pos[b], m.body_quat[b])
     if free and b == 1:
         link = tree.new_link(None, name)
@@ -197,20 +196,19 @@ def _body_links(m, b: int, tree: _Links, parent, free: bool):
     return link
 
 
-def _attach_body_shapes(m, b: int, link, floor_mu: float, ignore: int, mesh_dir: Path) -> float:
+def _attach_body_shapes(m, b: int, link, floor_mu: float, mus: dict, groups: np.ndarray, mesh_dir: Path) -> float:
     """Body ``b``'s contact shapes on ``link``; returns its material friction (NaN without shapes)."""
     geoms = [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]) if _collides(m, g)]
     if not geoms:
         return float("nan")
-    # PhysX averages the two materials' coefficients; MuJoCo takes the max. With the floor
-    # at mu_f, a body material of 2 max(mu_b, mu_f) - mu_f makes the average that max.
-    mu = float(max(m.geom_friction[g, 0] for g in geoms))
-    body_mu = 2 * max(mu, floor_mu) - floor_mu
+    # PhysX averages the two materials' coefficients. With the floor at mu_f, a body material of
+    # 2 mu - mu_f makes the average mu, the body's friction against the world as MuJoCo combines it
+    # (crosssim.engines.features.body_friction: the max, a priority's, a pair's own, 0 for condim 1).
+    mu = mus.get(b, max(float(max(m.geom_friction[g, 0] for g in geoms)), floor_mu))
+    body_mu = 2 * mu - floor_mu
     mat = px.PhysxMaterial(body_mu, body_mu, 0.0)
     for g in geoms:
-        for shape in _shapes(m, g, mat, mesh_dir):
-            if ignore:  # shapes sharing an ignore bit (g2) and the id group (g3) never collide
-                shape.set_collision_groups([*shape.get_collision_groups()[:2], ignore, 1])
+        for shape in _shapes(m, g, mat, mesh_dir, groups[g]):
             link.attach(shape)
     return body_mu
 
@@ -261,7 +259,30 @@ def physx_joints(m) -> list[int]:
 
 
 def _collides(m, g: int) -> bool:
-    return bool(m.geom_contype[g] or m.geom_conaffinity[g])
+    """Whether geom ``g`` can touch anything: its bits, or an explicit ``<pair>`` naming it."""
+    return bool(m.geom_contype[g] or m.geom_conaffinity[g]) or g in contact_geoms(m)
+
+
+def _collision_groups(m, ignore: np.ndarray) -> np.ndarray:
+    """PhysX collision groups of each geom, (ngeom, 4): MuJoCo's contype and conaffinity (PhysX
+    lets two shapes touch when g0 of one meets g1 of the other, as MuJoCo's bits), plus a bit of
+    its own per ``<pair>`` (g0 of geom1, g1 of geom2) that no geom's bits use; the ignore bits of
+    its body (g2, ``_parent_filter`` and ``<exclude>``) with g3 = 1: shapes sharing an ignore bit
+    and g3 never touch."""
+    groups = np.zeros((m.ngeom, 4), dtype=np.int64)
+    groups[:, 0], groups[:, 1] = m.geom_contype, m.geom_conaffinity
+    used = int(np.bitwise_or.reduce(np.concatenate([m.geom_contype, m.geom_conaffinity]).astype(np.int64)))
+    free = [1 << k for k in range(32) if not used & (1 << k)]
+    if m.npair > len(free):
+        raise EngineFailure(f"physx cannot build <pair> contact '{element_name(m, mujoco.mjtObj.mjOBJ_PAIR, len(free))}': "
+                            f"{m.npair} pairs and {32 - len(free)} contype/conaffinity bits in use leave no free "
+                            "collision bit for it (PhysX has 32)")
+    for p in range(m.npair):
+        groups[int(m.pair_geom1[p]), 0] |= free[p]
+        groups[int(m.pair_geom2[p]), 1] |= free[p]
+    groups[:, 2] = ignore[m.geom_bodyid]
+    groups[:, 3] = groups[:, 2] != 0
+    return groups
 
 
 def _parent_filter(m) -> np.ndarray:
@@ -270,25 +291,20 @@ def _parent_filter(m) -> np.ndarray:
     several joints hangs from its parent through carrier links (Humanoid's thighs, three hinges
     each, overlap the pelvis): one bit per such parent-child pair, shared by both bodies."""
     ignore = np.zeros(m.nbody, dtype=np.int64)
-    if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT):
-        return ignore
-    pairs = [b for b in range(1, m.nbody) if m.body_parentid[b] != 0 and m.body_jntnum[b] > 1]
+    pairs = [] if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT) else [
+        (b, int(m.body_parentid[b])) for b in range(1, m.nbody) if m.body_parentid[b] != 0 and m.body_jntnum[b] > 1]
+    # <exclude> keeps two bodies apart (the world too) the same way.
+    pairs += [(int(s) >> 16, int(s) & 0xFFFF) for s in m.exclude_signature[:m.nexclude]]
     if len(pairs) > 31:
-        raise EngineFailure(f"physx: {len(pairs)} bodies hang from their parent on several joints; the physx engine "
-                            "keeps at most 31 such parent-child pairs from colliding")
-    for k, b in enumerate(pairs):
-        ignore[b] |= 1 << k
-        ignore[m.body_parentid[b]] |= 1 << k
+        raise EngineFailure(f"physx: {len(pairs)} body pairs kept from colliding (bodies hanging from their parent on "
+                            "several joints, and <exclude>s); the physx engine keeps at most 31")
+    for k, (b1, b2) in enumerate(pairs):
+        ignore[b1] |= 1 << k
+        ignore[b2] |= 1 << k
     return ignore
 
 
-def _tendon_acts(m, t: int) -> bool:
-    """A tendon acts on the joints only through a limit, a spring, damping or dry friction."""
-    return bool(m.tendon_limited[t] or m.tendon_stiffness[t] or m.tendon_damping[t] or m.tendon_frictionloss[t]
-                or getattr(m, "tendon_armature", np.zeros(m.ntendon))[t])
-
-
-def _shapes(m, g: int, material, mesh_dir: Path) -> list:
+def _shapes(m, g: int, material, mesh_dir: Path, groups) -> list:
     """PhysX collision shapes of MuJoCo geom ``g``, posed in its body frame."""
     t, size = int(m.geom_type[g]), m.geom_size[g]
     along_z = False
@@ -307,14 +323,31 @@ def _shapes(m, g: int, material, mesh_dir: Path) -> list:
     elif t == GEOM.mjGEOM_MESH:
         path = write_mesh_obj(m, int(m.geom_dataid[g]), mesh_dir)
         shape = px.PhysxCollisionShapeConvexMesh(str(path), np.ones(3, dtype=np.float32), material)
+    elif t == GEOM.mjGEOM_HFIELD:  # the world's only (crosssim.engines.physx.cannot_build): a static mesh
+        vertices, triangles = _heightfield_mesh(m, int(m.geom_dataid[g]))
+        shape = px.PhysxCollisionShapeTriangleMesh(vertices, triangles, np.ones(3, dtype=np.float32), material)
     else:
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or str(g)
+        name = element_name(m, mujoco.mjtObj.mjOBJ_GEOM, g)
         raise EngineFailure(f"physx: geom type {t} of geom {name} is not supported by the physx engine")
     quat = m.geom_quat[g]
     pose = to_pose(m.geom_pos[g], quat)
     shape.local_pose = pose * to_pose(np.zeros(3), X_TO_Z) if along_z else pose
-    shape.set_collision_groups([int(m.geom_contype[g]), int(m.geom_conaffinity[g]), 0, 0])
+    shape.set_collision_groups([int(x) for x in groups])
     return [shape]
+
+
+def _heightfield_mesh(m, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """Height field ``h`` as the triangles MuJoCo collides with: ncol samples along x over [-rx, rx],
+    nrow along y over [-ry, ry] (data row-major, y rows), elevation data x top; two triangles a
+    cell. (MuJoCo's base box below the field is not built: the surface is the same.)"""
+    nrow, ncol = int(m.hfield_nrow[h]), int(m.hfield_ncol[h])
+    rx, ry, top, _ = map(float, m.hfield_size[h])
+    data = np.asarray(m.hfield_data[m.hfield_adr[h]:m.hfield_adr[h] + nrow * ncol], dtype=float).reshape(nrow, ncol)
+    x, y = np.meshgrid(np.linspace(-rx, rx, ncol), np.linspace(-ry, ry, nrow))
+    vertices = np.stack([x.ravel(), y.ravel(), data.ravel() * top], axis=1).astype(np.float32)
+    k = (np.arange(nrow - 1)[:, None] * ncol + np.arange(ncol - 1)[None, :]).ravel()
+    triangles = np.concatenate([np.stack([k, k + 1, k + ncol + 1], 1), np.stack([k, k + ncol + 1, k + ncol], 1)])
+    return vertices, triangles.astype(np.uint32)
 
 
 def _matrix_to_quat(R: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from crosssim.engines.audit import AuditRow
 from crosssim.engines.capabilities import EngineCapabilities
 from crosssim.engines.common import compiled_canonical
 from crosssim.engines.contract import EngineBase
+from crosssim.engines.features import Use, refuse_unbuilt
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.pybullet_ball import check_balls, put_balls, read_balls
 from crosssim.engines.pybullet_build import (add_world_bodies, body_inertia, configure_server, create_robot, link_tree,
@@ -125,6 +126,7 @@ class EnginePyBullet(EngineBase):
     settings_model = PyBulletSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PyBulletModel:
+        refuse_unbuilt(compiled.mj, compiled.scene, self.name, cannot_build)
         c = compiled_canonical(compiled)
         m = compiled.mj  # the variant (perturbation, calibration) is in the model PyBullet is built from
         client = pybullet.connect(pybullet.DIRECT)
@@ -475,6 +477,26 @@ class EnginePyBullet(EngineBase):
             pybullet.disconnect(model.client)
         except pybullet.error:
             pass
+
+
+CANNOT = {
+    "tendon": "Bullet's multibody has no tendons",
+    "equality": "this adapter builds no Bullet constraints besides the joints",
+    "ellipsoid": "Bullet has no ellipsoid shape (an enclosing sphere would be another robot)",
+    "condim": "Bullet's torsional and rolling friction are not MuJoCo's; only sliding friction is built",
+    "friction": "Bullet holds one friction coefficient per link",
+}
+
+
+def cannot_build(use: Use) -> str | None:
+    """Why the pybullet column cannot build ``use`` (crosssim.engines.features), None where it does:
+    pairs and excludes between the robot and the world (collision filter pairs, the pair's own
+    friction on the link), height fields of the world, condim 1 (friction 0), meshes (convex
+    hulls, as MuJoCo collides them)."""
+    if use.feature in ("pair", "exclude", "hfield") and not use.world:
+        return {"pair": "the multibody is built without self-collision, so only robot-world pairs are built",
+                "exclude": None, "hfield": "a height field is built only on the world body"}[use.feature]
+    return CANNOT.get(use.feature)
 
 
 def _member(model, state):

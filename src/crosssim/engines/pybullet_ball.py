@@ -15,6 +15,7 @@ import numpy as np
 import pybullet
 
 from crosssim.errors import EngineFailure
+from crosssim.scene import element_name
 
 BALL = int(mujoco.mjtJoint.mjJNT_BALL)
 
@@ -26,7 +27,7 @@ def check_balls(m, c, armature: str) -> None:
     for j in range(m.njnt):
         if int(m.jnt_type[j]) != BALL:
             continue
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j)
+        name = element_name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
         d = int(m.jnt_dofadr[j])
         passive = {"damping": m.dof_damping[d], "armature": m.dof_armature[d], "frictionloss": m.dof_frictionloss[d],
                    "stiffness": m.jnt_stiffness[j], "range": float(m.jnt_limited[j])}

@@ -15,6 +15,7 @@ import mujoco
 import numpy as np
 import pybullet
 
+from crosssim.engines.features import body_friction
 from crosssim.engines.pybullet_ball import free_spherical_motor
 from crosssim.engines.settings import PyBulletSettings
 from crosssim.errors import EngineFailure
@@ -53,7 +54,11 @@ def add_world_bodies(m, mesh_dir: Path, client: int) -> tuple[list[tuple[int, li
     that _filter_world_pairs can follow MuJoCo's bits; friction 1 there, see _link_friction.
     Returns ([(body, its geoms)], the floor body or None, the floor's MuJoCo friction)."""
     world_geoms = [g for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
-    worlds: list[tuple[int, list[int]]] = []
+    worlds: list[tuple[int, list[int]]] = []  # geoms only in pairs have bits (0, 0): a body of their own
+    for g in [g for g in world_geoms if int(m.geom_type[g]) == GEOM.mjGEOM_HFIELD]:  # a body each
+        worlds.append((_heightfield_body(m, g, client), [g]))
+        pybullet.changeDynamics(worlds[-1][0], -1, lateralFriction=1.0, physicsClientId=client)
+    world_geoms = [g for g in world_geoms if int(m.geom_type[g]) != GEOM.mjGEOM_HFIELD]
     for bits in sorted({(int(m.geom_contype[g]), int(m.geom_conaffinity[g])) for g in world_geoms}):
         geoms = [g for g in world_geoms if (int(m.geom_contype[g]), int(m.geom_conaffinity[g])) == bits]
         body = pybullet.createMultiBody(0, _shape_array(m, geoms, mesh_dir, client), -1, [0, 0, 0], [0, 0, 0, 1],
@@ -61,7 +66,8 @@ def add_world_bodies(m, mesh_dir: Path, client: int) -> tuple[list[tuple[int, li
         pybullet.changeDynamics(body, -1, lateralFriction=1.0, physicsClientId=client)
         worlds.append((body, geoms))
     floor = worlds[0][0] if worlds else None
-    floor_friction = float(max(m.geom_friction[g, 0] for g in world_geoms)) if world_geoms else 1.0
+    frictions = [m.geom_friction[g, 0] for g in range(m.ngeom) if m.geom_bodyid[g] == 0 and _collides(m, g)]
+    floor_friction = float(max(frictions)) if frictions else 1.0
     return worlds, floor, floor_friction
 
 
@@ -156,8 +162,9 @@ def set_link_dynamics(m, robot: int, body_link: np.ndarray, inertia: dict, world
     for b in range(1, m.nbody):
         pybullet.changeDynamics(robot, int(body_link[b]), localInertiaDiagonal=list(inertia[b][0]), **pb)
     _filter_world_pairs(m, worlds, robot, body_link, client)
+    mus = body_friction(m)
     for b in range(1, m.nbody):
-        friction = _link_friction(m, b, floor_friction)
+        friction = _link_friction(m, b, mus, floor_friction)
         if friction is not None:
             pybullet.changeDynamics(robot, int(body_link[b]), lateralFriction=friction, **pb)
     # Damping is crosssim's (explicit torques); one parameter per call (docs/engines.md).
@@ -270,7 +277,12 @@ def _link_kwargs(links) -> dict:
 
 
 def _collides(m, g: int) -> bool:
-    return bool(m.geom_contype[g] or m.geom_conaffinity[g])
+    """Whether geom ``g`` can touch anything: its bits, or an explicit ``<pair>`` naming it."""
+    return bool(m.geom_contype[g] or m.geom_conaffinity[g]) or g in _paired(m)
+
+
+def _paired(m) -> set[int]:
+    return {int(g) for g in m.pair_geom1[:m.npair]} | {int(g) for g in m.pair_geom2[:m.npair]}
 
 
 def _mj_pair(m, g1: int, g2: int) -> bool:
@@ -285,11 +297,16 @@ def _filter_world_pairs(m, worlds: list[tuple[int, list[int]]], robot: int, body
     inside the rail from the first step, thrown at Bullet's 100 rad/s velocity clamp, and the
     penetration left in the contact cache made each episode's first step depend on the one before.
     Per link, a pair collides when any geom of the link may touch any geom of the world body
-    (world bodies are split by their bits, links are not: a link mixing bits is approximate)."""
+    (world bodies are split by their bits, links are not: a link mixing bits is approximate). An
+    explicit ``<pair>`` lets its two geoms touch whatever their bits say; an ``<exclude>`` of the
+    world and a body keeps them apart whatever the bits and pairs say (MuJoCo's order)."""
+    pairs = {(int(a), int(b)) for a, b in zip(m.pair_geom1[:m.npair], m.pair_geom2[:m.npair])}
+    pairs |= {(b, a) for a, b in pairs}
+    excluded = {int(s) & 0xFFFF for s in m.exclude_signature[:m.nexclude] if int(s) >> 16 == 0}
     for world, geoms in worlds:
         for b in range(1, m.nbody):
             own = _body_geoms(m, b)
-            if own and not any(_mj_pair(m, gw, g) for gw in geoms for g in own):
+            if own and (b in excluded or not any(_mj_pair(m, gw, g) or (gw, g) in pairs for gw in geoms for g in own)):
                 pybullet.setCollisionFilterPair(world, robot, -1, int(body_link[b]), 0, physicsClientId=client)
 
 
@@ -297,13 +314,32 @@ def _body_geoms(m, b: int) -> list[int]:
     return [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]) if _collides(m, g)]
 
 
-def _link_friction(m, b: int, floor_friction: float) -> float | None:
-    geoms = _body_geoms(m, b)
-    if not geoms:
+def _link_friction(m, b: int, mus: dict, floor_friction: float) -> float | None:
+    """The link's friction: MuJoCo's for its contacts with the world (crosssim.engines.features:
+    max(mu_a, mu_b) or the higher priority's, a pair's own, 0 for condim 1), as Bullet multiplies
+    it by the world bodies' 1. One per link: the inventory refuses a body whose contacts differ."""
+    if not _body_geoms(m, b):
         return None
-    # MuJoCo uses max(mu_a, mu_b) for a contact; Bullet uses mu_a * mu_b. With the floor at 1,
-    # max(body, floor) on the body reproduces MuJoCo for every body-floor contact.
-    return float(max(max(m.geom_friction[g, 0] for g in geoms), floor_friction))
+    return mus.get(b, floor_friction)
+
+
+def _heightfield_body(m, g: int, client: int) -> int:
+    """World geom ``g``'s height field as a static Bullet height field. MuJoCo's field spans
+    [-rx, rx] x [-ry, ry] with ncol samples along x and nrow along y (data row-major, y rows),
+    elevation data x top above the geom frame; Bullet's is centred on its samples' mid-height, so
+    the body sits that much higher. (MuJoCo's base box below the field has no Bullet counterpart:
+    the surface is the same, a body can only pass below it from the side.)"""
+    h = int(m.geom_dataid[g])
+    nrow, ncol = int(m.hfield_nrow[h]), int(m.hfield_ncol[h])
+    rx, ry, top, _ = map(float, m.hfield_size[h])
+    data = np.asarray(m.hfield_data[m.hfield_adr[h]:m.hfield_adr[h] + nrow * ncol], dtype=float)
+    shape = pybullet.createCollisionShape(
+        pybullet.GEOM_HEIGHTFIELD, meshScale=[2 * rx / (ncol - 1), 2 * ry / (nrow - 1), top],
+        heightfieldData=list(map(float, data)), numHeightfieldRows=ncol, numHeightfieldColumns=nrow,
+        physicsClientId=client)
+    mid = quat_rotate(m.geom_quat[g], np.array([0.0, 0.0, 0.5 * (data.min() + data.max()) * top]))
+    return pybullet.createMultiBody(0, shape, -1, list(map(float, m.geom_pos[g] + mid)), xyzw(m.geom_quat[g]),
+                                    physicsClientId=client)
 
 
 def _shape_array(m, geoms: list[int], mesh_dir: Path, client: int, offset=np.zeros(3)) -> int:

@@ -1,0 +1,146 @@
+"""The feature inventory of a scene: every MJCF feature beyond bodies, hinge/slide joints and plain
+geoms that the compiled model uses, one entry per element, and the one-line refusal of a column
+whose engine does not build one of them.
+
+Every adapter calls ``refuse_unbuilt`` first thing in ``load`` with what it cannot build (a
+feature -> why table, or a function of the entry for features it builds only in part): an engine
+that would drop a feature without a word (PyBullet and PhysX once ran MuJoCo Playground's G1,
+whose feet touch the floor only through ``<pair>``, as a robot falling through the floor) instead
+refuses the column, naming the feature, the element and the engine. Elements are named as the
+canonical model names them (crosssim.scene.element_name), unnamed ones included.
+
+What counts as a contact here is what PyBullet and PhysX build: a robot geom against a world geom
+(contype/conaffinity bits or an explicit pair). MuJoCo combines two geoms' parameters by their
+``priority``, else condim and friction by the max; an explicit pair states its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import mujoco
+import numpy as np
+
+from crosssim.contacts import world_contacts
+from crosssim.errors import EngineFailure
+from crosssim.scene import element_name
+
+OBJ = mujoco.mjtObj
+GEOM = mujoco.mjtGeom
+LABELS = {
+    "pair": "<pair> contact",
+    "exclude": "<exclude> contact",
+    "hfield": "height field",
+    "tendon": "tendon",
+    "equality": "equality constraint",
+    "mesh": "mesh collision geom",
+    "ellipsoid": "ellipsoid collision geom",
+    "condim": "torsional or rolling friction (condim 4 or 6) of geom",
+    "frictionless": "frictionless contact (condim 1) of geom",
+    "friction": "friction of the contacts of body",
+}
+"""Feature -> how the refusal names it, before the element's name."""
+
+
+@dataclass(frozen=True)
+class Use:
+    """One element of the scene that uses a feature."""
+
+    feature: str
+    """A key of LABELS."""
+    element: str
+    """Its canonical name (crosssim.scene.element_name)."""
+    detail: str = ""
+    """What it states, for the refusal (e.g. ``geoms foot_geom and floor, friction 2``)."""
+    world: bool = True
+    """Whether it involves the world body (a pair or an exclude with a world geom or the world
+    body): PyBullet and PhysX build contacts between the robot and the world only."""
+
+
+def inventory(m) -> list[Use]:
+    """Every use of a LABELS feature in compiled model ``m``, in MuJoCo's order per feature."""
+    name = lambda obj, i: element_name(m, obj, int(i))  # noqa: E731
+    out = []
+    for p in range(m.npair):
+        g1, g2 = int(m.pair_geom1[p]), int(m.pair_geom2[p])
+        out.append(Use("pair", name(OBJ.mjOBJ_PAIR, p), f"geoms {name(OBJ.mjOBJ_GEOM, g1)} and "
+                       f"{name(OBJ.mjOBJ_GEOM, g2)}, condim {int(m.pair_dim[p])}, friction {m.pair_friction[p, 0]:g}",
+                       world=0 in (int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2]))))
+    for e in range(m.nexclude):
+        b1, b2 = int(m.exclude_signature[e]) >> 16, int(m.exclude_signature[e]) & 0xFFFF
+        out.append(Use("exclude", name(OBJ.mjOBJ_EXCLUDE, e), f"bodies {name(OBJ.mjOBJ_BODY, b1)} and "
+                       f"{name(OBJ.mjOBJ_BODY, b2)}", world=0 in (b1, b2)))
+    contact = contact_geoms(m)
+    for g in range(m.ngeom):
+        t = int(m.geom_type[g])
+        if t == GEOM.mjGEOM_HFIELD:
+            out.append(Use("hfield", name(OBJ.mjOBJ_GEOM, g), f"hfield {name(OBJ.mjOBJ_HFIELD, m.geom_dataid[g])}",
+                           world=int(m.geom_bodyid[g]) == 0))
+        elif t == GEOM.mjGEOM_MESH and g in contact:
+            out.append(Use("mesh", name(OBJ.mjOBJ_GEOM, g), "collides as its convex hull in MuJoCo",
+                           world=int(m.geom_bodyid[g]) == 0))
+        elif t == GEOM.mjGEOM_ELLIPSOID and g in contact:
+            out.append(Use("ellipsoid", name(OBJ.mjOBJ_GEOM, g), f"semi-axes {' '.join(f'{s:g}' for s in m.geom_size[g])}"))
+    for t in range(m.ntendon):
+        if _tendon_acts(m, t):
+            out.append(Use("tendon", name(OBJ.mjOBJ_TENDON, t), "with a limit, spring, damping or friction"))
+    for e in range(m.neq):
+        if m.eq_active0[e]:
+            kind = mujoco.mjtEq(int(m.eq_type[e])).name.removeprefix("mjEQ_").lower()
+            out.append(Use("equality", name(OBJ.mjOBJ_EQUALITY, e), f"type {kind}"))
+    out += _contact_uses(m)
+    return out
+
+
+def refuse_unbuilt(m, scene: Path, engine: str, cannot: dict[str, str] | Callable[[Use], str | None]) -> None:
+    """EngineFailure in one line for the first use in ``m``'s inventory that ``engine`` cannot
+    build: ``cannot`` maps a feature to why, or is a function of the use giving why (None: built)."""
+    why_not = cannot if callable(cannot) else (lambda use: cannot.get(use.feature))
+    for use in inventory(m):
+        why = why_not(use)
+        if why:
+            detail = f" ({use.detail})" if use.detail else ""
+            raise EngineFailure(f"{engine} cannot build {LABELS[use.feature]} '{use.element}'{detail} in "
+                                f"{Path(scene).name}: {why}")
+
+
+def contact_geoms(m) -> set[int]:
+    """Geoms that can touch anything: contype/conaffinity bits set, or named by a pair."""
+    bits = {g for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]}
+    return bits | {int(g) for g in m.pair_geom1[:m.npair]} | {int(g) for g in m.pair_geom2[:m.npair]}
+
+
+def body_friction(m) -> dict[int, float]:
+    """Sliding friction of each robot body's contacts with the world (0 where condim is 1: MuJoCo
+    then has no friction at all); the largest where they differ, which the inventory reports."""
+    out: dict[int, float] = {}
+    for robot, _, condim, mu in world_contacts(m):
+        b = int(m.geom_bodyid[robot])
+        out[b] = max(out.get(b, 0.0), 0.0 if condim == 1 else mu)
+    return out
+
+
+def _contact_uses(m) -> list[Use]:
+    """condim other than 3 (sliding friction only) on a robot-world contact, and robot bodies whose
+    contacts with the world do not share one sliding friction (condim 1 counts as friction 0)."""
+    out, seen, per_body = [], set(), {}
+    for robot, world, condim, mu in world_contacts(m):
+        if condim != 3 and robot not in seen:
+            seen.add(robot)
+            out.append(Use("frictionless" if condim == 1 else "condim", element_name(m, OBJ.mjOBJ_GEOM, robot),
+                           f"condim {condim} against {element_name(m, OBJ.mjOBJ_GEOM, world)}"))
+        per_body.setdefault(int(m.geom_bodyid[robot]), set()).add(round(0.0 if condim == 1 else mu, 9))
+    for b, mus in per_body.items():
+        if len(mus) > 1:
+            out.append(Use("friction", element_name(m, OBJ.mjOBJ_BODY, b),
+                           f"sliding friction {', '.join(f'{x:g}' for x in sorted(mus))} against the world"))
+    return out
+
+
+def _tendon_acts(m, t: int) -> bool:
+    """A tendon acts on the joints only through a limit, a spring, damping, dry friction or armature
+    (Humanoid's two tendons have none: inert, built by every engine)."""
+    return bool(m.tendon_limited[t] or m.tendon_stiffness[t] or m.tendon_damping[t] or m.tendon_frictionloss[t]
+                or getattr(m, "tendon_armature", np.zeros(m.ntendon))[t])

@@ -1,0 +1,297 @@
+"""The feature inventory at load (issue #35): every MJCF feature a scene uses is built as MuJoCo
+builds it, or the column is refused in one line naming the feature, the element and the engine
+(crosssim.engines.features). One small scene per feature, run in every engine column: where the
+column builds the feature, the scene behaves as in MuJoCo; where it cannot, the load is refused.
+
+Shown failing on the code before this change (main at 05cf1c3, checked out in a worktree): the
+pair and exclude cases in pybullet and physx (the box fell through the floor / rested on it),
+the height field in pybullet and physx (refused as "geom type 1 ... not supported"), frictionless
+condim 1 in pybullet and physx (the box stopped), tendon, equality, ellipsoid, condim 4 and
+friction-variant refusals in pybullet (built without a word; physx too for the last three), the
+unnamed base in physx (``KeyError: None``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crosssim.engines import get_engine
+from crosssim.errors import EngineFailure, EngineUnavailable
+from crosssim.frame import InitialState
+from crosssim.profiles import load_profile
+from crosssim.scene import canonical_model
+from crosssim.variant import compile_model
+
+ENGINES = ("mujoco", "pybullet", "physx", "newton-mujoco-warp")
+FLOOR = '<geom name="floor" type="plane" size="5 5 0.1" {floor}/>'
+BOX = """<mujoco><option timestep="0.002"/><worldbody>{world}
+<body name="box" pos="0 0 {z}"><freejoint/><geom name="box_geom" type="box" size="0.1 0.1 0.02" mass="1" {box}/></body>
+</worldbody>{extra}</mujoco>"""
+
+
+def _open(engine: str, path: Path):
+    profile = load_profile(engine)
+    try:
+        e = get_engine(profile.engine)
+    except EngineUnavailable as exc:
+        pytest.skip(str(exc))
+    return e, e.load(compile_model(path), profile)
+
+
+def _scene(tmp_path: Path, name: str, xml: str) -> Path:
+    path = tmp_path / f"{name}.xml"  # one file per scene: canonical models are cached by path
+    path.write_text(xml)
+    return path
+
+
+def _run(engine: str, path: Path, steps: int = 250, vx: float = 0.0) -> np.ndarray:
+    """(x, z) of the base every 10 steps under zero torques."""
+    e, model = _open(engine, path)
+    c = canonical_model(path)
+    qvel = np.zeros(c.nv)
+    qvel[0] = vx
+    state, rows = e.reset(model, InitialState(c.qpos0.copy(), qvel)), []
+    try:
+        for k in range(steps):
+            e.step(model, state, np.zeros(c.joint_count), 1)
+            if k % 10 == 9:
+                f = e.frame(model, state)
+                rows.append([f.base_pos[0], f.base_pos[2]])
+    finally:
+        e.close(model)
+    return np.array(rows)
+
+
+def _refused(engine: str, path: Path) -> str:
+    with pytest.raises(EngineFailure) as err:
+        _open(engine, path)
+    text = str(err.value)
+    assert "\n" not in text
+    return text
+
+
+# -- contacts through <pair> and <exclude> -------------------------------------------------------
+PAIR = BOX.format(world=FLOOR.format(floor='contype="0" conaffinity="0"'), z=0.02,
+                  box='contype="0" conaffinity="0"', extra='<contact><pair name="box_floor" geom1="box_geom" '
+                  'geom2="floor" condim="3" friction="0.5 0.5 0.005 0.0001 0.0001"/></contact>')
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_box_rests_on_the_floor_through_a_pair_alone(tmp_path, engine):
+    """Every geom contype/conaffinity 0: only the pair touches. Old pybullet and physx: it fell."""
+    got = _run(engine, _scene(tmp_path, "pair", PAIR))
+    assert np.abs(got[:, 1] - 0.02).max() < 5e-4, got[:, 1]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_pair_slides_with_its_own_friction(tmp_path, engine):
+    """2 m/s on the pair's mu 0.5 (the geoms' own: 1): stops after v^2 / 2 mu g = 0.41 m."""
+    got = _run(engine, _scene(tmp_path, "pair_slide", PAIR), steps=300, vx=2.0)
+    assert abs(got[-1, 0] - 0.408) < 0.01, got[-1]
+
+
+def test_a_pair_between_two_robot_bodies_is_refused_where_not_built(tmp_path):
+    xml = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+      <body name="a" pos="0 0 1"><joint name="h" type="hinge"/><geom name="ga" size="0.1"/>
+      <body name="b" pos="0 0 -0.3"><joint name="h2" type="hinge"/><geom name="gb" size="0.1"/></body></body>
+      </worldbody><contact><pair geom1="ga" geom2="gb"/></contact></mujoco>"""
+    path = _scene(tmp_path, "robot_pair", xml)
+    for engine in ("pybullet", "physx"):
+        assert _refused(engine, path).startswith(f"{engine} cannot build <pair> contact 'pair_0' (geoms ga and gb, "
+                                                 "condim 3, friction 1) in robot_pair.xml: ")
+
+
+EXCLUDE = BOX.format(world=FLOOR.format(floor=""), z=0.02, box="",
+                     extra='<contact><exclude body1="world" body2="box"/></contact>')
+
+
+@pytest.mark.parametrize("engine", ENGINES[:3])
+def test_an_excluded_floor_lets_the_box_fall(tmp_path, engine):
+    """<exclude body1="world" body2="box">: MuJoCo lets it fall through; old pybullet and physx held it."""
+    got = _run(engine, _scene(tmp_path, "exclude", EXCLUDE))
+    assert got[-1, 1] < -0.2, got[:, 1]
+
+
+def test_newton_refuses_an_exclude_of_the_world(tmp_path):
+    """Newton 1.8's importer skips it (the box stayed on the floor): refused, not run."""
+    text = _refused("newton-mujoco-warp", _scene(tmp_path, "exclude", EXCLUDE))
+    assert text.startswith("newton (mujoco-warp) cannot build <exclude> contact 'exclude_0' (bodies world and box) in "
+                           "exclude.xml: Newton's importer skips"), text
+
+
+# -- height fields -------------------------------------------------------------------------------
+HFIELD = """<mujoco><option timestep="0.002"/>
+<asset><hfield name="steps" nrow="5" ncol="9" size="2 1 0.4 0.1" elevation="{data}"/></asset>
+<worldbody><geom name="terrain" type="hfield" hfield="steps" pos="0.3 -0.2 0.05"/>
+<body name="ball" pos="{x} {y} {z}"><freejoint/><geom name="ball_geom" type="sphere" size="0.1" mass="1"/></body>
+</worldbody></mujoco>"""
+PLATEAU = np.where((np.arange(9)[None, :] >= 5) & (np.arange(5)[:, None] >= 3), 1.0, 0.25)
+"""5 rows x 9 columns (x from -2 to 2), high on 4 x 2 samples. MJCF's ``elevation`` lists rows from
++y down (MuJoCo compiles the first row listed as y = +1), so the plateau is where x >= 0.5 and
+y <= -0.5; the rest, normalised, is 0."""
+SPOTS = {"high": (1.25, -0.75), "x mirrored": (-1.25, -0.75), "y mirrored": (1.25, 0.5), "low": (-1.25, 0.5)}
+"""Where the ball is dropped, in the field's frame: a transposed or flipped field misplaces the plateau."""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_ball_rests_on_a_height_field_at_its_height(tmp_path, engine):
+    """A sphere dropped on a field of two plateaus rests at the field's height under it plus its
+    radius: 0.05 + top x (normalised sample) + 0.1 m, the sample read from MuJoCo's compiled field.
+    Old pybullet and physx refused the scene ("geom type 1 ... not supported")."""
+    data = " ".join(f"{v:g}" for v in PLATEAU.ravel())
+    for spot, (x, y) in SPOTS.items():
+        high = spot == "high"
+        path = _scene(tmp_path, spot.replace(" ", "_"), HFIELD.format(data=data, x=x + 0.3, y=y - 0.2, z=0.7))
+        m = compile_model(path).mj
+        row, col = round((y + 1) / 0.5), round((x + 2) / 0.5)
+        sample = m.hfield_data[row * 9 + col]  # the compiled field's sample under the ball (rows: y up)
+        known = 0.05 + 0.4 * float(sample) + 0.1
+        got = _run(engine, path, steps=400)
+        assert abs(got[-1, 1] - known) < 2e-3, (spot, got[-1, 1], known)
+        assert (known > 0.4) == high
+
+
+# -- what pybullet and physx refuse --------------------------------------------------------------
+ARM = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+<body name="a" pos="0 0 1"><joint name="h" type="hinge"/><geom name="ga" size="0.1" {ga}/>
+<body name="b" pos="0 0 -0.3"><joint name="h2" type="hinge"/><geom name="gb" size="0.1" {gb}/></body></body>
+</worldbody>{extra}</mujoco>"""
+REFUSED = {  # feature: (scene, start of the line after "<engine> cannot build ")
+    "tendon": (ARM.format(ga="", gb="", extra='<tendon><fixed name="t" stiffness="5"><joint joint="h" coef="1"/>'
+                          '<joint joint="h2" coef="1"/></fixed></tendon>'),
+               "tendon 't' (with a limit, spring, damping or friction) in tendon.xml: "),
+    "equality": (ARM.format(ga="", gb="", extra='<equality><joint name="couple" joint1="h" joint2="h2"/></equality>'),
+                 "equality constraint 'couple' (type joint) in equality.xml: "),
+    "ellipsoid": (ARM.format(ga='type="ellipsoid"', gb="", extra="").replace('size="0.1" type', 'size="0.1 0.2 0.05" type'),
+                  "ellipsoid collision geom 'ga' (semi-axes 0.1 0.2 0.05) in ellipsoid.xml: "),
+    "condim": (ARM.format(ga='condim="4"', gb="", extra=""),
+               "torsional or rolling friction (condim 4 or 6) of geom 'ga' (condim 4 against floor) in condim.xml: "),
+    "friction": (ARM.format(ga="", gb="", extra="").replace('<geom name="ga" size="0.1" />',
+                                                            '<geom name="ga" size="0.1"/><geom size="0.05" pos="0.2 0 0" '
+                                                            'friction="2"/>'),
+                 "friction of the contacts of body 'a' (sliding friction 1, 2 against the world) in friction.xml: "),
+}
+
+
+@pytest.mark.parametrize("engine", ["pybullet", "physx"])
+@pytest.mark.parametrize("feature", list(REFUSED))
+def test_a_feature_the_engine_cannot_build_refuses_the_column(tmp_path, engine, feature):
+    xml, line = REFUSED[feature]
+    text = _refused(engine, _scene(tmp_path, feature, xml))
+    assert text.startswith(f"{engine} cannot build {line}"), text
+
+
+@pytest.mark.parametrize("feature", list(REFUSED))
+def test_mujoco_builds_what_the_others_refuse(tmp_path, feature):
+    e, model = _open("mujoco", _scene(tmp_path, feature, REFUSED[feature][0]))
+    e.close(model)
+
+
+@pytest.mark.parametrize("feature", ["pair", "tendon", "equality", "condim"])
+def test_newtons_own_solvers_refuse_what_only_mujoco_warp_builds(tmp_path, feature):
+    """Newton's own solvers refuse before compiling anything (newton-featherstone here)."""
+    xml = PAIR if feature == "pair" else REFUSED[feature][0]
+    text = _refused("newton-featherstone", _scene(tmp_path, feature, xml))
+    assert text.startswith("newton (featherstone) cannot build ") and "run solver mujoco-warp" in text, text
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_frictionless_condim_1_slides_on(tmp_path, engine):
+    """condim 1 on both geoms: MuJoCo's contact has no friction; old pybullet and physx stopped the box."""
+    xml = BOX.format(world=FLOOR.format(floor='condim="1"'), z=0.02, box='condim="1"', extra="")
+    got = _run(engine, _scene(tmp_path, "frictionless", xml), steps=200, vx=1.0)
+    assert abs(got[-1, 0] - 0.4) < 0.01, got[-1]  # 1 m/s for 0.4 s
+
+
+# -- unnamed elements ----------------------------------------------------------------------------
+UNNAMED = """<mujoco><option timestep="0.005"/><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+<body pos="0 0 0.3"><joint type="slide" axis="1 0 0"/><joint type="slide" axis="0 1 0"/>
+<joint type="slide" axis="0 0 1"/><joint type="ball"/><geom type="box" size="0.1 0.1 0.05" mass="5"/>
+<body name="leg" pos="0 0 -0.1"><joint name="hip" type="hinge" axis="0 1 0" damping="1" stiffness="200"/>
+<geom type="capsule" fromto="0 0 0 0 0 -0.15" size="0.03" mass="0.5"/></body></body></worldbody>
+<actuator><motor name="hip" joint="hip" gear="10"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unnamed_base_joints_are_named_alike_everywhere(tmp_path, engine):
+    """humanoid-gym's XBot-L has an unnamed slide-and-ball base: physx died with ``KeyError: None``.
+    Names are crosssim.scene.element_name's, the same in the canonical model and every audit."""
+    path = _scene(tmp_path, "unnamed", UNNAMED)
+    c = canonical_model(path)
+    assert c.joint_names == ("joint_0", "joint_1", "joint_2", "hip") and c.ball_joints == ("joint_3",)
+    assert c.root_body == "body_1"
+    e, model = _open(engine, path)
+    try:
+        items = {r.item for r in e.audit(model) if r.quantity in ("joint_damping", "body_mass")}
+    finally:
+        e.close(model)
+    assert items == {"joint_0", "joint_1", "joint_2", "hip", "body_1", "leg"}
+    got, ref = _run(engine, path, steps=100), _run("mujoco", path, steps=100)
+    assert np.abs(got - ref).max() < 0.02, np.abs(got - ref).max()
+
+
+# -- a Hopper whose only contacts are explicit pairs ---------------------------------------------
+def pair_only_hopper(folder: Path) -> Path:
+    """gymnasium's hopper.xml with every geom's contype/conaffinity 0 and one <pair> per robot geom
+    with the floor, stating what MuJoCo combines for the ordinary scene: condim and friction by the
+    max, solref and solimp mixed by solmix, the larger margin."""
+    from crosssim.scene import load_mujoco_model, resolve_scene
+
+    src = resolve_scene("gymnasium:hopper.xml")
+    m = load_mujoco_model(src)
+    f = m.geom("floor").id
+    pairs = []
+    for g in range(m.ngeom):
+        if m.geom_bodyid[g] == 0:
+            continue
+        mix = m.geom_solmix[g] / (m.geom_solmix[g] + m.geom_solmix[f])
+        mu = np.maximum(m.geom_friction[g], m.geom_friction[f])
+        solref, solimp = mix * m.geom_solref[g] + (1 - mix) * m.geom_solref[f], mix * m.geom_solimp[g] + (1 - mix) * m.geom_solimp[f]
+        pairs.append(f'<pair name="{m.geom(g).name}_floor" geom1="{m.geom(g).name}" geom2="floor" '
+                     f'condim="{max(m.geom_condim[g], m.geom_condim[f])}" friction="{mu[0]:g} {mu[0]:g} {mu[1]:g} '
+                     f'{mu[2]:g} {mu[2]:g}" solref="{solref[0]:g} {solref[1]:g}" solimp="'
+                     + " ".join(f"{x:g}" for x in solimp) + f'" margin="{max(m.geom_margin[g], m.geom_margin[f]):g}"/>')
+    xml = src.read_text().replace('conaffinity="1" condim="1" contype="1"', 'conaffinity="0" condim="1" contype="0"')
+    xml = xml.replace('<geom conaffinity="1" condim="3" name="floor"', '<geom conaffinity="0" contype="0" condim="3" name="floor"')
+    xml = xml.replace("</worldbody>", "</worldbody><contact>" + "".join(pairs) + "</contact>")
+    path = folder / "hopper_pairs.xml"
+    path.write_text(xml)
+    return path
+
+
+HOPPER_POLICY = Path(__file__).resolve().parents[1] / "policies" / "hopper-ppo-150k-dr-s0" / "card.yaml"
+
+
+def _returns(engine: str, card, scene: Path | None, episodes: int) -> np.ndarray:
+    import dataclasses
+
+    from crosssim.policies.load import load_policy
+    from crosssim.runner.harness import Harness
+    from crosssim.runner.rollout import run_episode
+    from crosssim.runner.simulator import open_engine
+
+    h = Harness.from_card(card if scene is None else dataclasses.replace(card, robot=str(scene)))
+    policy = load_policy(card, obs_size=h.obs_size, action_size=h.action_size)
+    sim = open_engine(load_profile(engine), h.scene, base=h.model_variant)
+    try:
+        return np.array([run_episode(sim, h, policy, episode=k, seed=k).ret for k in range(episodes)])
+    finally:
+        sim.close()
+
+
+@pytest.mark.skipif(not HOPPER_POLICY.exists(), reason="policies/hopper-ppo-150k-dr-s0 not trained (make policies)")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_pair_only_hopper_returns_what_the_ordinary_scene_returns(tmp_path, engine):
+    """hopper-ppo-150k-dr-s0, 3 episodes (seeds 0-2): the pair-only scene's mean return within 10 %
+    (docs/engines.md, "Agreement across columns") of the engine's own ordinary scene. Issue #35
+    measured before: pybullet 43 against 632, physx 43 against 597 (5 episodes). Measured after
+    (2026-12, 5 episodes, ordinary / pairs): mujoco 642.9 / 641.3, pybullet 632.4 / 632.4, physx
+    596.9 / 596.9, newton-mujoco-warp 642.9 / 641.3."""
+    from crosssim.card import load_card
+
+    card = load_card(HOPPER_POLICY)
+    _open(engine, _scene(tmp_path, "probe", PAIR))  # skips where the engine is not installed
+    ordinary, pairs = _returns(engine, card, None, 3), _returns(engine, card, pair_only_hopper(tmp_path), 3)
+    assert abs(pairs.mean() - ordinary.mean()) <= 0.1 * ordinary.mean(), (ordinary, pairs)
