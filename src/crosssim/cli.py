@@ -136,12 +136,14 @@ def print_check(check, file=None) -> None:
     print(f"\nharness check: {check.status} - {check.message}", file=file or sys.stdout)
 
 
-def print_risk(risk, file=None) -> None:
-    """A crosssim.results.RiskProfile, one line per component (to ``file``, default: stdout as it is now)."""
+def print_risk(risk, file=None, *, preview=None) -> None:
+    """A crosssim.results.RiskProfile, one line per component (to ``file``, default: stdout as it is now).
+    ``preview``: the run's crosssim.results.Preview (a --quick run), said on the verdict line."""
     file = file or sys.stdout
     print_check(risk.harness_check, file)
+    word = "verdict (--quick preview)" if preview else "verdict"
     if risk.aggregate is None:  # a harness mismatch: no risk numbers, only the finding
-        print(f"verdict: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
+        print(f"{word}: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
               file=file)
         return
     from crosssim.results import support_text
@@ -163,7 +165,7 @@ def print_risk(risk, file=None) -> None:
     _console(file).print(table)
     print("engine margins: " + "; ".join(f"{name} " + ", ".join(f"{e} {_fmt(m, 2)}" for e, m in c.engine_margins.items())
                                          for name, c in risk.components.items()), file=file)
-    print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
+    print(f"{word}: {risk.verdict.upper()} - {risk.message}", file=file)
     if risk.verdict_support:
         what = "rehearsal" if risk.rehearsal is not None else "sweep"
         print(f"verdict support (share of bootstrap resamples of the {what} episodes per class): "
@@ -175,8 +177,7 @@ def cmd_crossval(args) -> int:
     from crosssim.runfolder import RunFolder
 
     config = from_args(CrossvalConfig, args)
-    print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
-          file=sys.stderr)
+    print(header(config), file=sys.stderr)
     if args.quiet:
         run = crossval(config)
     else:
@@ -194,7 +195,7 @@ def cmd_crossval(args) -> int:
     for warning in run.summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if run.summary.risk:
-        print_risk(run.summary.risk)
+        print_risk(run.summary.risk, preview=run.summary.preview)
     elif run.summary.harness_check is not None:
         print_check(run.summary.harness_check)
     if run.summary.real:
@@ -207,6 +208,9 @@ def cmd_crossval(args) -> int:
     print(f"\nresults: {folder.rows_path}  summary: {folder.summary_path}")
     if run.report:
         print(f"report: {run.report}")
+    if run.summary.preview:
+        print(f"{run.summary.preview.text()}: wider intervals, and the verdict may change in a full run; "
+              "rerun without --quick before acting on it (the gate refuses a preview)")
     elif run.report_error:
         print(f"report not written: {run.report_error}", file=sys.stderr)
     dead = failed_engines(run.summary)
@@ -215,6 +219,20 @@ def cmd_crossval(args) -> int:
               f"(exit {EXIT_ENGINE_FAILED}; the failures are in results.parquet's failure column)", file=sys.stderr)
         return EXIT_ENGINE_FAILED
     return EXIT_OK
+
+
+def header(config: CrossvalConfig) -> str:
+    """The run's first line, with the counts it will really run (``--quick`` caps them, and says so)."""
+    from crosssim.runner.crossval import quick_config
+
+    capped = quick_config(config)
+    n = capped.episodes
+    text = (f"crossval {printable(config.policy)}: engines {', '.join(config.engines)}, {n} episode{'s' if n != 1 else ''}"
+            f" per engine, seed {config.seed}")
+    if config.quick:
+        text += (f" (--quick preview: {capped.sweep_episodes} per sweep rung, at most {capped.max_steps} control steps"
+                 f"{'; --episodes ' + str(config.episodes) + ' capped' if config.episodes > n else ''})")
+    return text
 
 
 def failed_engines(summary) -> list[str]:
@@ -342,6 +360,7 @@ def cmd_gate(args) -> int:
         out = None  # where a baseline evaluated now goes: beside a run made now
         if args.run:
             summary = read_summary(Path(args.run))
+            gate.refuse_preview(summary, f"--run {args.run}")
         else:
             policy = args.policy
             if against is not None and against.base_card is not None:
@@ -357,6 +376,7 @@ def cmd_gate(args) -> int:
         baseline = base_branch = None
         if args.baseline:
             baseline = read_summary(Path(args.baseline))
+            gate.refuse_preview(baseline, f"--baseline {args.baseline}")
         elif against is not None:
             pairing = against.pairing
             base_branch = gate.BaseBranch(pairing.how, against.physical_changes, pairing.removed)

@@ -204,6 +204,13 @@ def gated_engine(summary: RunSummary, baseline: RunSummary | None) -> str:
     return summary.reference_engine
 
 
+def refuse_preview(summary: RunSummary, where: str) -> None:
+    """A ``--quick`` run (``summary.preview``) is a preview, never gated: CrossSimError, one line."""
+    if summary.preview is not None:
+        raise CrossSimError(f"{where} is a {summary.preview.text()}, not a run to gate: run crossval without "
+                            "--quick (or gate --policy CARD)")
+
+
 def harness_of(summary: RunSummary):
     """The run's harness check (crosssim.results.HarnessCheck): the risk profile's, or a --no-risk
     run's own; None in runs written before --no-risk runs kept one."""

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from crosssim import __version__
-from crosssim.results import AuditEntry, EngineSummary, RunSummary
+from crosssim.results import AuditEntry, EngineSummary, Preview, RunSummary
 from crosssim.runner.crossval import Collected, Plan
 from crosssim.stats import bootstrap_ci, relative_drop
 
@@ -103,6 +103,8 @@ def summarize(plan: Plan, df, got: Collected) -> RunSummary:
         warnings=identical_episodes(nominal[nominal.engine == reference], reference) + version_notes,
         card_from_run=os.path.relpath(card.path.resolve(), plan.out.resolve()),
         harness_check=check,
+        preview=Preview(config.episodes, config.sweep_episodes if config.risk else 0, config.max_steps)
+        if config.quick else None,
     )
 
 
