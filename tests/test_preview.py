@@ -64,6 +64,9 @@ def test_the_gate_refuses_a_preview_in_one_line(quick_run):
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("crosssim: error:") and "--quick preview (3 episodes per engine" in last, last
     assert "Traceback" not in proc.stderr
+    # refused, yet the CI still gets its job summary and JUnit file saying why
+    assert "crosssim gate: ERROR" in (folder / "gate.md").read_text()
+    assert "<error" in (folder / "gate.xml").read_text() and "--quick preview" in (folder / "gate.xml").read_text()
 
 
 def test_a_summary_without_preview_reads_as_a_full_run(quick_run):

@@ -18,6 +18,7 @@ from crosssim.errors import CrossSimError
 from crosssim.options import Parser, add_options, from_args, option, same_as
 from crosssim.runner.crossval import CrossvalConfig
 from crosssim.text import printable
+from crosssim.gate_command import GateArgs, cmd_gate
 from crosssim.train import TrainConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH, EXIT_ENGINE_FAILED = 0, 1, 2, 4, 5
@@ -45,28 +46,6 @@ class AuditConfig:
 class ReportConfig:
     dir: str = option(positional=True, help="A crossval output folder (holding summary.json).")
     filmstrips: bool = option(True, off="Skip rendering frames.", help="Render filmstrips of each engine.")
-
-
-@dataclass(frozen=True)
-class GateArgs:
-    """``crosssim gate``; the crossval it runs for --policy takes CrossvalConfig's defaults."""
-
-    run: str | None = option(None, help="An existing crossval output folder.")
-    policy: str | None = option(None, help="Policy card to evaluate now (never trusted: no code from it runs).")
-    baseline: str | None = option(None, help="Crossval output folder of the baseline (the policy on the target branch).")
-    baseline_ref: str | None = option(
-        None, help="Git ref: evaluate the card this policy replaces at this ref (same path, replaces:, name, weights or "
-                   "a git rename), same seeds; the policy itself runs in that card's robot and deployment gap.")
-    base: str | None = option(
-        None, help="Trusted git ref: thresholds and engine profiles are read from it (default: --baseline-ref).")
-    engines: tuple[str, ...] = same_as(CrossvalConfig, "engines")
-    episodes: int = same_as(CrossvalConfig, "episodes")
-    seed: int = same_as(CrossvalConfig, "seed")
-    max_steps: int | None = same_as(CrossvalConfig, "max_steps")
-    out: str | None = option(None, help="Output folder for --policy.")
-    config: str | None = option(None, help="crosssim.toml or pyproject.toml with the thresholds.")
-    junit: str | None = option(None, help="Write JUnit XML here.")
-    summary: str | None = option(None, help="Append the Markdown summary here (also $GITHUB_STEP_SUMMARY).")
 
 
 @dataclass(frozen=True)
@@ -285,129 +264,6 @@ def cmd_report(args) -> int:
 
     print(f"report: {write_report(args.dir, filmstrips=args.filmstrips)}")
     return EXIT_OK
-
-
-def _interrupt_on_sigterm() -> None:
-    import signal
-    import threading
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
-
-
-def cmd_gate(args) -> int:
-    import contextlib
-    import os
-    from pathlib import Path
-
-    from crosssim import gate
-    from crosssim.evaluate import crossval
-    from crosssim.runfolder import read_summary
-    from crosssim.runner.cache import default_root
-    from crosssim.text import no_workflow_commands
-
-    if not (args.run or args.policy):
-        raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
-    engines = args.engines
-    base_ref = getattr(args, "base", None) or args.baseline_ref
-    _interrupt_on_sigterm()  # a cancelled CI job still removes the base tree it extracted
-    # Engine workers start as `python -c ...` in the checkout under review, which would put it
-    # first on their sys.path: a pull request's top-level multiprocessing/ would run in them.
-    os.environ["PYTHONSAFEPATH"] = "1"
-    os.environ["MPLBACKEND"] = "Agg"  # overrides a backend named by a ./matplotlibrc in the checkout
-
-    def evaluate(policy: str, out: str | None, side: str):
-        from crosssim.progress import RunProgress
-
-        # Never trust code from the evaluated files: the gate runs on pull requests. Each side
-        # has its own cache folder, so a baseline never reuses rows computed for the PR.
-        # Progress goes to stderr: stdout is the Markdown summary.
-        print(f"gate: evaluating the {'pull request' if side == 'pr' else 'base branch'}'s policy "
-              f"{printable(policy)} in {', '.join(engines)}", file=sys.stderr, flush=True)
-        with RunProgress(label=f"{side} ") as progress:
-            return crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
-                                           max_steps=args.max_steps, out=out, trust_policy_code=False,
-                                           cache_dir=str(default_root() / "gate" / side)), progress=progress)
-
-    with contextlib.ExitStack() as stack:
-        trusted = None
-        if base_ref:
-            from crosssim.trust import confine, trusted_base
-
-            trusted = stack.enter_context(trusted_base(base_ref))
-            config_path = Path(args.config) if args.config else None
-            if config_path is not None and config_path.resolve().is_relative_to(trusted.root):
-                config_path = config_path.resolve().relative_to(trusted.root)  # read it as on the base branch
-            config = gate.GateConfig.load(config_path, folder=trusted.tree)
-        else:
-            print("gate: no --base/--baseline-ref: thresholds and engine profiles are read from the working tree "
-                  "(fine for your own checkout; in CI pass the base branch)", file=sys.stderr)
-            config = gate.GateConfig.load(Path(args.config) if args.config else None)
-        if args.policy and trusted:
-            confine(Path(args.policy), trusted.root)
-        against = None  # the policy as the base branch sees it (crosssim.pairing.AgainstBase)
-        if args.baseline_ref and not args.baseline:
-            from crosssim.pairing import against_base
-            from crosssim.runfolder import RunFolder
-
-            base = trusted if trusted.ref == args.baseline_ref else stack.enter_context(
-                trusted_base(args.baseline_ref, root=trusted.root))
-            given = RunFolder(Path(args.run)).card_path(read_summary(Path(args.run))) if args.run else Path(args.policy)
-            against = against_base(given, base)
-        out = None  # where a baseline evaluated now goes: beside a run made now
-        if args.run:
-            summary = read_summary(Path(args.run))
-            gate.refuse_preview(summary, f"--run {args.run}")
-        else:
-            policy = args.policy
-            if against is not None and against.base_card is not None:
-                import tempfile
-
-                from crosssim.pairing import comparison_card
-
-                # The regression check runs the pull request's policy in the base branch's world.
-                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="crosssim-gate-card-")))
-                policy = str(comparison_card(against.card, against.base_card, folder))
-            run = evaluate(policy, args.out, "pr")
-            summary, out = run.summary, run.out
-        baseline = base_branch = None
-        if args.baseline:
-            baseline = read_summary(Path(args.baseline))
-            gate.refuse_preview(baseline, f"--baseline {args.baseline}")
-        elif against is not None:
-            pairing = against.pairing
-            base_branch = gate.BaseBranch(pairing.how, against.physical_changes, pairing.removed)
-            print(f"baseline: {pairing.how}", file=sys.stderr)
-            if against.base_card is not None:
-                baseline = evaluate(str(against.base_card.path), str(out / "baseline") if out else None,
-                                    "baseline").summary
-                if out is not None:
-                    _report_with_baseline(out)
-    decision = gate.decide(summary, config, baseline, base_branch)
-    md = gate.markdown(summary, decision)
-    print(no_workflow_commands(md))
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    for target in filter(None, [args.summary, step_summary]):
-        with open(target, "a", encoding="utf-8") as f:
-            f.write(md)
-    if args.junit:
-        Path(args.junit).write_text(gate.junit(summary, decision), encoding="utf-8")
-    return decision.exit_code(config)
-
-
-def _report_with_baseline(out) -> None:
-    """Rewrite the pull request's report now that its folder holds the base branch's run
-    (``baseline/``): the report then shows both side by side. A failure keeps the first report."""
-    from crosssim.report import write_report
-
-    try:
-        write_report(out)
-    except Exception as exc:  # the decision does not depend on the page
-        print(f"gate: report not updated with the baseline: {type(exc).__name__}: {printable(str(exc))}",
-              file=sys.stderr)
 
 
 def cmd_changed(args) -> int:
