@@ -200,7 +200,10 @@ def test_action_steps_in_a_pull_request(tmp_path):
     assert sorted(baseline_rows.rglob("*.json")) == cached  # the baseline came wholly from those rows
     assert same.rc == 0, same.log
     assert same.outputs["gate"] == {"status": "pass", "gated": "1"}, same.log
-    assert "crosssim gate: PASS" in same.summary.read_text()
+    from test_gate import _pass_or_high_risk_warning
+
+    _pass_or_high_risk_warning(same.summary.read_text().split("\n---\n")[0])
+    assert (Path(same.outputs["plan"]["reports"]) / "policy-1.md").is_file()  # what the optional comment posts
     assert "crosssim gated 1 changed policies: **pass**" in same.summary.read_text()
     reports = Path(same.outputs["plan"]["reports"])
     assert (reports / "policy-1.xml").is_file() and (reports / "policy-1" / "summary.json").is_file()

@@ -121,9 +121,10 @@ def print_risk(risk, file=None, *, preview=None) -> None:
     file = file or sys.stdout
     print_check(risk.harness_check, file)
     word = "verdict (--quick preview)" if preview else "verdict"
-    if risk.aggregate is None:  # a harness mismatch: no risk numbers, only the finding
-        print(f"{word}: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
-              file=file)
+    if risk.aggregate is None:  # a harness mismatch, or too few episodes to decide: no risk numbers
+        why = ("too few episodes to decide whether the policy does its task" if risk.harness_check.status == "undecided"
+               else "no transfer risk is computed until the harness check passes")
+        print(f"{word}: {risk.verdict.upper()} - {why}", file=file)
         return
     from crosssim.results import support_text
     from crosssim.risk import settings_text

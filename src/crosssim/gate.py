@@ -326,7 +326,9 @@ def check_pairing(g: GateInput) -> list[Check]:
 
 def check_harness(g: GateInput) -> list[Check]:
     # With risk or without (--no-risk): a mismatch is the finding (no risk numbers exist then).
-    risk, check = g.summary.risk, g.summary.harness_check
+    risk, check = g.summary.risk, harness_of(g.summary)
+    if check is not None and check.status == "undecided":  # too few episodes: no decision either way
+        return [Check("harness check", WARN, check.message)]
     if risk is not None:
         return [Check("harness check", FAIL, risk.message)] if risk.verdict == "harness mismatch" else []
     return [Check("harness check", FAIL, check.message)] if check is not None and check.status == "mismatch" else []

@@ -153,7 +153,8 @@ class HarnessCheck:
     """Does the policy reach its card's claims in the reference engine? (docs/risk.md)"""
 
     status: str
-    """"ok", "mismatch" or "skipped" (the card claims nothing)."""
+    """"ok", "mismatch", "skipped" (the card claims nothing) or "undecided" (too few episodes to
+    decide whether the policy does its task: crosssim.risk.too_few_to_decide)."""
     message: str
     measured: dict[str, float] | None = None
     """The reference engine's means of the claimable quantities (return, x_velocity [m/s], survival),
