@@ -79,3 +79,18 @@ def test_a_summary_without_preview_reads_as_a_full_run(quick_run):
     old.mkdir()
     (old / "summary.json").write_text(json.dumps(data))
     assert read_summary(old).preview is None
+
+
+def test_the_terminal_fits_80_columns_and_progress_ends_in_done(quick_run):
+    """COLUMNS=80: every family, engine, headroom and class is in the tables, whose lines fit; the
+    physical values at the margin go under the table. Progress ends in "done", never "(stopped)"."""
+    _, proc = quick_run
+    out = proc.stdout
+    for word in ("actuation", "timing", "contact", "headroom", "class", "mujoco", "reference",
+                 "actuation at the margin:", "ms"):
+        assert word in out, word
+    assert any(c in out for c in (" low ", " medium ", " high ", " unknown "))
+    table = [ln for ln in out.splitlines() if ln.startswith(" ")]
+    assert table and max(map(len, table)) <= 80, max(table, key=len)
+    assert "…" not in out
+    assert "mujoco: done, " in proc.stderr and "(stopped)" not in proc.stderr

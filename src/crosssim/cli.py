@@ -61,19 +61,25 @@ def _fmt(x: float, digits: int = 1) -> str:
 
 
 def _console(file):
-    """A rich console on ``file`` that never wraps a table row in a pipe (CI logs are wide)."""
+    """A rich console on ``file``: a terminal's width (or $COLUMNS), else 160 columns (CI logs are
+    wide). Tables wrap their cells within it, never cut them."""
+    import os
+
     from rich.console import Console
 
-    return Console(file=file, highlight=False, soft_wrap=True, width=None if file.isatty() else 160)
+    columns = os.environ.get("COLUMNS", "")
+    width = None if file.isatty() else int(columns) if columns.isdigit() and int(columns) >= 40 else 160
+    return Console(file=file, highlight=False, width=width)
 
 
 def _table(*columns: str):
+    """A table whose cells wrap at spaces (a name stays whole: the first column never wraps)."""
     from rich import box
     from rich.table import Table
 
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for k, name in enumerate(columns):
-        table.add_column(name, justify="left" if k == 0 else "right", no_wrap=True)
+        table.add_column(name, justify="left" if k == 0 else "right", no_wrap=k == 0, overflow="fold")
     return table
 
 
@@ -132,17 +138,15 @@ def print_risk(risk, file=None, *, preview=None) -> None:
     print(f"tolerance margins: largest severity (1 = a typical gap) at which '{risk.metric}' keeps "
           f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal ({risk.sweep_episodes} episodes per rung); "
           f"expected gap: {risk.deployment_source}", file=file)
-    table = _table("gap family", "margin [95% CI]", "expected gap", "headroom", "loss at gap", "class", "at the margin")
-    for name, c in risk.components.items():
-        lo, hi = c.margin_ci95
-        bound = ">=" if c.censored else ""
-        margin = bound + _fmt(c.margin, 2) + f" [{_fmt(lo, 2)}, {_fmt(hi, 2)}]"
-        gap = "none" if c.gap is None else _fmt(c.gap, 2)
-        head = "-" if c.headroom is None else bound + _fmt(c.headroom, 1) + "x"
-        table.add_row(*_cells(name, margin, gap, head, _fmt(100 * c.drop_at_gap, 0) + " %", c.verdict,
-                              settings_text(c.margin_settings)))
     file.flush()
-    _console(file).print(table)
+    console = _console(file)
+    table = _margins_table(risk, settings_text, with_settings=True)
+    if _natural_width(console, table) > console.width:  # narrow: the physical values go under the table
+        console.print(_margins_table(risk, settings_text, with_settings=False))
+        for name, c in risk.components.items():
+            console.print(printable(f"  {name} at the margin: {settings_text(c.margin_settings)}", 2000), markup=False)
+    else:
+        console.print(table)
     print("engine margins: " + "; ".join(f"{name} " + ", ".join(f"{e} {_fmt(m, 2)}" for e, m in c.engine_margins.items())
                                          for name, c in risk.components.items()), file=file)
     print(f"{word}: {risk.verdict.upper()} - {risk.message}", file=file)
@@ -150,6 +154,28 @@ def print_risk(risk, file=None, *, preview=None) -> None:
         what = "rehearsal" if risk.rehearsal is not None else "sweep"
         print(f"verdict support (share of bootstrap resamples of the {what} episodes per class): "
               + ", ".join(f"{v} {support_text(p)}" for v, p in risk.verdict_support.items()), file=file)
+
+
+def _natural_width(console, renderable) -> int:
+    """Columns ``renderable`` takes unwrapped (``console.measure`` is capped at the console's width)."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update(max_width=100_000), renderable).maximum
+
+
+def _margins_table(risk, settings_text, *, with_settings: bool):
+    """The margins per gap family; ``with_settings``: the physical values at the margin as a column."""
+    table = _table("gap family", "margin [95% CI]", "expected gap", "headroom", "loss at gap", "class",
+                   *(["at the margin"] if with_settings else []))
+    for name, c in risk.components.items():
+        lo, hi = c.margin_ci95
+        bound = ">=" if c.censored else ""
+        margin = bound + _fmt(c.margin, 2) + f" [{_fmt(lo, 2)}, {_fmt(hi, 2)}]"
+        gap = "none" if c.gap is None else _fmt(c.gap, 2)
+        head = "-" if c.headroom is None else bound + _fmt(c.headroom, 1) + "x"
+        table.add_row(*_cells(name, margin, gap, head, _fmt(100 * c.drop_at_gap, 0) + " %", c.verdict,
+                              *([settings_text(c.margin_settings)] if with_settings else [])))
+    return table
 
 
 def cmd_crossval(args) -> int:
