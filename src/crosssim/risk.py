@@ -452,7 +452,7 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
     edge = success_edge(int(success.sum()), len(success))
     then = f". {edge}" if edge else ""  # after a message that ends without a full stop
     k, n = int(success.sum()), len(success)
-    rule = f"the rule asks {100 * TASK_SUCCESS_MIN:.0f}% ({task.success_criterion})"
+    rule = f"the rule asks {100 * TASK_SUCCESS_MIN:.0f}%, where {task.success_criterion}"
     if success.mean() < TASK_SUCCESS_MIN and too_few_to_decide(k, n):
         from crosssim.stats import share_interval
 
