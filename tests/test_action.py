@@ -200,7 +200,10 @@ def test_action_steps_in_a_pull_request(tmp_path):
     assert sorted(baseline_rows.rglob("*.json")) == cached  # the baseline came wholly from those rows
     assert same.rc == 0, same.log
     assert same.outputs["gate"] == {"status": "pass", "gated": "1"}, same.log
-    assert "crosssim gate: PASS" in same.summary.read_text()
+    from test_gate import _pass_or_high_risk_warning
+
+    _pass_or_high_risk_warning(same.summary.read_text().split("\n---\n")[0])
+    assert (Path(same.outputs["plan"]["reports"]) / "policy-1.md").is_file()  # what the optional comment posts
     assert "crosssim gated 1 changed policies: **pass**" in same.summary.read_text()
     reports = Path(same.outputs["plan"]["reports"])
     assert (reports / "policy-1.xml").is_file() and (reports / "policy-1" / "summary.json").is_file()
@@ -218,3 +221,43 @@ def test_action_steps_in_a_pull_request(tmp_path):
                            **{"base-ref": "origin/main"})  # the base branch was never fetched
     assert missing.rc == 1 and missing.outputs["gate"] == {"status": "fail", "gated": "0"}, missing.log
     assert "fetch it first" in missing.summary.read_text()
+
+
+def test_workflow_has_one_concurrency_group_per_pull_request():
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    group = workflow["concurrency"]
+    assert "github.event.pull_request.number" in group["group"]
+    assert group["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"  # pushes to main run out
+
+
+def _comment_step(tmp_path, gh_exit_codes: list[int], event="pull_request"):
+    """The comment step's script as written, with a fake `gh` that records its calls."""
+    step = next(s for s in yaml.safe_load(ACTION.read_text())["runs"]["steps"]
+                if s["name"] == "Comment on the pull request")
+    assert step["if"] == "always() && inputs.comment == 'true'"
+    bin_dir, reports = tmp_path / "bin", tmp_path / "reports"
+    bin_dir.mkdir(parents=True)
+    reports.mkdir()
+    (reports / "policy-1.md").write_text("## ❌ crosssim gate: FAIL — hop\n")
+    calls = tmp_path / "calls"
+    codes = " ".join(map(str, gh_exit_codes))
+    (bin_dir / "gh").write_text(f'#!/bin/bash\necho "$@" >> "{calls}"\ncodes=({codes})\n'
+                                f'n=$(wc -l < "{calls}")\nexit ${{codes[$((n - 1))]:-0}}\n')
+    (bin_dir / "gh").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "RUNNER_TEMP": str(tmp_path),
+           "GH_TOKEN": "t", "EVENT": event, "PR": "7", "REPO": "o/r", "REPORTS": str(reports), "STATUS": "fail"}
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env,
+                          capture_output=True, text=True, timeout=60)
+    return proc, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_the_optional_comment_is_off_by_default_and_never_fails_the_job(tmp_path):
+    spec = yaml.safe_load(ACTION.read_text())
+    assert spec["inputs"]["comment"]["default"] == "false"
+    proc, calls = _comment_step(tmp_path / "new", [1, 0])  # no comment yet: --edit-last fails, one is created
+    assert proc.returncode == 0 and len(calls) == 2 and "--edit-last" in calls[0] and "--edit-last" not in calls[1]
+    assert "crosssim gate: FAIL" in (tmp_path / "new" / "crosssim-comment.md").read_text()
+    proc, calls = _comment_step(tmp_path / "fork", [1, 1])  # a fork's read-only token
+    assert proc.returncode == 0 and "could not comment" in proc.stdout
+    proc, calls = _comment_step(tmp_path / "push", [0], event="push")
+    assert proc.returncode == 0 and calls == []

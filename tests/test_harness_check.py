@@ -176,7 +176,9 @@ def _mixed(succeed: int, n: int = 20) -> pd.DataFrame:
 @pytest.mark.parametrize("succeed, n, status, at_edge", [(10, 20, "skipped", True), (9, 20, "mismatch", True),
                                                          (14, 20, "skipped", True), (15, 20, "skipped", False),
                                                          (20, 20, "skipped", False), (3, 20, "mismatch", False),
-                                                         (3, 3, "skipped", False), (0, 3, "mismatch", False)])
+                                                         (3, 3, "skipped", False), (0, 3, "undecided", False),
+                                                         (0, 2, "undecided", False), (4, 9, "undecided", False),
+                                                         (0, 4, "mismatch", False)])
 def test_a_task_success_count_at_the_rules_edge_says_so(card, succeed, n, status, at_edge):
     """10 of 20 passed with one seed and was refused with another on the third untouched part: a mixed
     count whose 95 % interval holds the 50 % rule says another seed may decide the other way. A
@@ -208,3 +210,45 @@ def test_a_run_without_sweeps_still_checks_the_harness(tmp_path, capsys, claimed
     assert saved["risk"] is None and saved["harness_check"]["status"] == status
     html = (out / "report.html").read_text()
     assert 'id="harness-check"' in html and f"<strong>{status}</strong>" in html
+
+
+def test_too_few_episodes_to_decide_is_said_as_such_not_as_a_mismatch(card):
+    """`--episodes 2` of a policy that falls: no HARNESS MISMATCH, no card hints, the rule and the way out."""
+    from crosssim.risk import risk_profile
+
+    rows = _mixed(0, 2)
+    check = harness_check(rows, dataclasses.replace(card, claimed={}), "mujoco", ["check joint order"])
+    assert check.status == "undecided" and not check.hints
+    assert check.message.startswith("too few episodes to decide: 0 of 2 episodes succeed in mujoco")
+    assert "--episodes 10 or more" in check.message and "joint order" not in check.message
+    assert "mismatch" not in check.message
+    profile = risk_profile(rows, dataclasses.replace(card, claimed={}), ladders={}, reference="mujoco")
+    assert profile.verdict == "unknown" and profile.aggregate is None
+
+
+def test_the_ok_line_says_the_rule_it_applied(card):
+    rows = _mixed(10, 10)
+    check = harness_check(rows, dataclasses.replace(card, claimed={"return": 1100.0}), "mujoco")
+    assert check.status == "ok", check.message
+    assert "10 of 10 episodes succeed; the rule asks 50%" in check.message
+    assert "return 1,000 (95% CI up to 1,000) reaches 80% of the card's 1,100" in check.message
+
+
+def test_hints_fit_the_task():
+    """A gymnasium task maps no joints or quaternions: its fallback hint names neither."""
+    from crosssim.card import load_card
+    from crosssim.diagnose import fallback_hint
+
+    hint = fallback_hint(load_card(ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"))
+    assert "quaternion" not in hint and "joint order" not in hint and "task version" in hint
+
+
+def test_an_engine_that_fails_where_the_reference_does_the_task_is_that_engines_limit():
+    from crosssim.risk import engines_failing_task
+    from crosssim.tasks import make_task
+
+    ref = _mixed(10, 10)
+    other = _mixed(0, 10).assign(engine="pybullet")
+    text = engines_failing_task(pd.concat([ref, other]), make_task("Hopper"), "mujoco")
+    assert "pybullet (0 of 10 succeed)" in text and "the engine's limit" in text and "not a card error" in text
+    assert engines_failing_task(ref, make_task("Hopper"), "mujoco") == ""

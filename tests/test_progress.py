@@ -29,7 +29,36 @@ def test_pipe_lines_are_periodic_and_never_pass_the_total():
     assert not any("15/6" in line or "5/6" in line for line in lines)
     failed = next(line for line in lines if "episode failed" in line)
     assert failed.endswith("x" * 150)  # in full, never cut
-    assert lines[-1].startswith("  pybullet: 1/6") and lines[-1].endswith("(stopped)")
+    # the run ended: an engine short of its total says why (a failure), never "(stopped)"
+    assert lines[-1] == "  pybullet: 1/6 episodes, ended with 1 failed episode"
+
+
+def test_a_finished_run_ends_in_done_with_what_the_search_skipped():
+    stream, progress = _pipe(interval=3600)
+    with progress:
+        progress("mujoco", 1, 30, {"failure": None})
+        progress("mujoco", 28, 30, {"failure": None})  # the bisection visited fewer rungs than it may
+    last = stream.getvalue().splitlines()[-1]
+    assert last.startswith("  mujoco: done, 28 episodes in ") and "stopped" not in last
+    assert last.endswith("(the sweep search needed 2 episodes fewer than the 30 it may run)")
+
+
+def test_an_interrupted_run_says_stopped():
+    stream, progress = _pipe(interval=3600)
+    with pytest.raises(KeyboardInterrupt):
+        with progress:
+            progress("mujoco", 3, 30, {"failure": None})
+            raise KeyboardInterrupt
+    assert stream.getvalue().splitlines()[-1].endswith("(stopped)")
+
+
+def test_seconds_per_engine_from_the_run_start(monkeypatch):
+    clock = iter([100.0, 104.0, 112.5])
+    monkeypatch.setattr("crosssim.progress.time.monotonic", lambda: next(clock))
+    _, progress = _pipe(interval=3600)
+    progress("mujoco", 1, 2, {"failure": None})
+    progress("pybullet", 1, 2, {"failure": None})
+    assert progress.seconds() == {"mujoco": 4.0, "pybullet": 12.5}
 
 
 def test_pipe_eta_counts_only_episodes_run_now(monkeypatch):

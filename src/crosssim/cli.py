@@ -18,6 +18,7 @@ from crosssim.errors import CrossSimError
 from crosssim.options import Parser, add_options, from_args, option, same_as
 from crosssim.runner.crossval import CrossvalConfig
 from crosssim.text import printable
+from crosssim.gate_command import GateArgs, cmd_gate
 from crosssim.train import TrainConfig
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH, EXIT_ENGINE_FAILED = 0, 1, 2, 4, 5
@@ -48,28 +49,6 @@ class ReportConfig:
 
 
 @dataclass(frozen=True)
-class GateArgs:
-    """``crosssim gate``; the crossval it runs for --policy takes CrossvalConfig's defaults."""
-
-    run: str | None = option(None, help="An existing crossval output folder.")
-    policy: str | None = option(None, help="Policy card to evaluate now (never trusted: no code from it runs).")
-    baseline: str | None = option(None, help="Crossval output folder of the baseline (the policy on the target branch).")
-    baseline_ref: str | None = option(
-        None, help="Git ref: evaluate the card this policy replaces at this ref (same path, replaces:, name, weights or "
-                   "a git rename), same seeds; the policy itself runs in that card's robot and deployment gap.")
-    base: str | None = option(
-        None, help="Trusted git ref: thresholds and engine profiles are read from it (default: --baseline-ref).")
-    engines: tuple[str, ...] = same_as(CrossvalConfig, "engines")
-    episodes: int = same_as(CrossvalConfig, "episodes")
-    seed: int = same_as(CrossvalConfig, "seed")
-    max_steps: int | None = same_as(CrossvalConfig, "max_steps")
-    out: str | None = option(None, help="Output folder for --policy.")
-    config: str | None = option(None, help="crosssim.toml or pyproject.toml with the thresholds.")
-    junit: str | None = option(None, help="Write JUnit XML here.")
-    summary: str | None = option(None, help="Append the Markdown summary here (also $GITHUB_STEP_SUMMARY).")
-
-
-@dataclass(frozen=True)
 class ChangedConfig:
     base: str = option(help="Git ref to compare with (e.g. origin/main).")
     under: str = option("policies", help="Folder holding policies.")
@@ -82,19 +61,25 @@ def _fmt(x: float, digits: int = 1) -> str:
 
 
 def _console(file):
-    """A rich console on ``file`` that never wraps a table row in a pipe (CI logs are wide)."""
+    """A rich console on ``file``: a terminal's width (or $COLUMNS), else 160 columns (CI logs are
+    wide). Tables wrap their cells within it, never cut them."""
+    import os
+
     from rich.console import Console
 
-    return Console(file=file, highlight=False, soft_wrap=True, width=None if file.isatty() else 160)
+    columns = os.environ.get("COLUMNS", "")
+    width = None if file.isatty() else int(columns) if columns.isdigit() and int(columns) >= 40 else 160
+    return Console(file=file, highlight=False, width=width)
 
 
 def _table(*columns: str):
+    """A table whose cells wrap at spaces (a name stays whole: the first column never wraps)."""
     from rich import box
     from rich.table import Table
 
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for k, name in enumerate(columns):
-        table.add_column(name, justify="left" if k == 0 else "right", no_wrap=True)
+        table.add_column(name, justify="left" if k == 0 else "right", no_wrap=k == 0, overflow="fold")
     return table
 
 
@@ -136,13 +121,16 @@ def print_check(check, file=None) -> None:
     print(f"\nharness check: {check.status} - {check.message}", file=file or sys.stdout)
 
 
-def print_risk(risk, file=None) -> None:
-    """A crosssim.results.RiskProfile, one line per component (to ``file``, default: stdout as it is now)."""
+def print_risk(risk, file=None, *, preview=None) -> None:
+    """A crosssim.results.RiskProfile, one line per component (to ``file``, default: stdout as it is now).
+    ``preview``: the run's crosssim.results.Preview (a --quick run), said on the verdict line."""
     file = file or sys.stdout
     print_check(risk.harness_check, file)
-    if risk.aggregate is None:  # a harness mismatch: no risk numbers, only the finding
-        print(f"verdict: {risk.verdict.upper()} - no transfer risk is computed until the harness check passes",
-              file=file)
+    word = "verdict (--quick preview)" if preview else "verdict"
+    if risk.aggregate is None:  # a harness mismatch, or too few episodes to decide: no risk numbers
+        why = ("too few episodes to decide whether the policy does its task" if risk.harness_check.status == "undecided"
+               else "no transfer risk is computed until the harness check passes")
+        print(f"{word}: {risk.verdict.upper()} - {why}", file=file)
         return
     from crosssim.results import support_text
     from crosssim.risk import settings_text
@@ -150,7 +138,35 @@ def print_risk(risk, file=None) -> None:
     print(f"tolerance margins: largest severity (1 = a typical gap) at which '{risk.metric}' keeps "
           f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal ({risk.sweep_episodes} episodes per rung); "
           f"expected gap: {risk.deployment_source}", file=file)
-    table = _table("gap family", "margin [95% CI]", "expected gap", "headroom", "loss at gap", "class", "at the margin")
+    file.flush()
+    console = _console(file)
+    table = _margins_table(risk, settings_text, with_settings=True)
+    if _natural_width(console, table) > console.width:  # narrow: the physical values go under the table
+        console.print(_margins_table(risk, settings_text, with_settings=False))
+        for name, c in risk.components.items():
+            console.print(printable(f"  {name} at the margin: {settings_text(c.margin_settings)}", 2000), markup=False)
+    else:
+        console.print(table)
+    print("engine margins: " + "; ".join(f"{name} " + ", ".join(f"{e} {_fmt(m, 2)}" for e, m in c.engine_margins.items())
+                                         for name, c in risk.components.items()), file=file)
+    print(f"{word}: {risk.verdict.upper()} - {risk.message}", file=file)
+    if risk.verdict_support:
+        what = "rehearsal" if risk.rehearsal is not None else "sweep"
+        print(f"verdict support (share of bootstrap resamples of the {what} episodes per class): "
+              + ", ".join(f"{v} {support_text(p)}" for v, p in risk.verdict_support.items()), file=file)
+
+
+def _natural_width(console, renderable) -> int:
+    """Columns ``renderable`` takes unwrapped (``console.measure`` is capped at the console's width)."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update(max_width=100_000), renderable).maximum
+
+
+def _margins_table(risk, settings_text, *, with_settings: bool):
+    """The margins per gap family; ``with_settings``: the physical values at the margin as a column."""
+    table = _table("gap family", "margin [95% CI]", "expected gap", "headroom", "loss at gap", "class",
+                   *(["at the margin"] if with_settings else []))
     for name, c in risk.components.items():
         lo, hi = c.margin_ci95
         bound = ">=" if c.censored else ""
@@ -158,16 +174,8 @@ def print_risk(risk, file=None) -> None:
         gap = "none" if c.gap is None else _fmt(c.gap, 2)
         head = "-" if c.headroom is None else bound + _fmt(c.headroom, 1) + "x"
         table.add_row(*_cells(name, margin, gap, head, _fmt(100 * c.drop_at_gap, 0) + " %", c.verdict,
-                              settings_text(c.margin_settings)))
-    file.flush()
-    _console(file).print(table)
-    print("engine margins: " + "; ".join(f"{name} " + ", ".join(f"{e} {_fmt(m, 2)}" for e, m in c.engine_margins.items())
-                                         for name, c in risk.components.items()), file=file)
-    print(f"verdict: {risk.verdict.upper()} - {risk.message}", file=file)
-    if risk.verdict_support:
-        what = "rehearsal" if risk.rehearsal is not None else "sweep"
-        print(f"verdict support (share of bootstrap resamples of the {what} episodes per class): "
-              + ", ".join(f"{v} {support_text(p)}" for v, p in risk.verdict_support.items()), file=file)
+                              *([settings_text(c.margin_settings)] if with_settings else [])))
+    return table
 
 
 def cmd_crossval(args) -> int:
@@ -175,8 +183,7 @@ def cmd_crossval(args) -> int:
     from crosssim.runfolder import RunFolder
 
     config = from_args(CrossvalConfig, args)
-    print(f"crossval {config.policy}: engines {', '.join(config.engines)}, {config.episodes} episodes, seed {config.seed}",
-          file=sys.stderr)
+    print(header(config), file=sys.stderr)
     if args.quiet:
         run = crossval(config)
     else:
@@ -194,7 +201,7 @@ def cmd_crossval(args) -> int:
     for warning in run.summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if run.summary.risk:
-        print_risk(run.summary.risk)
+        print_risk(run.summary.risk, preview=run.summary.preview)
     elif run.summary.harness_check is not None:
         print_check(run.summary.harness_check)
     if run.summary.real:
@@ -207,6 +214,9 @@ def cmd_crossval(args) -> int:
     print(f"\nresults: {folder.rows_path}  summary: {folder.summary_path}")
     if run.report:
         print(f"report: {run.report}")
+    if run.summary.preview:
+        print(f"{run.summary.preview.text()}: wider intervals, and the verdict may change in a full run; "
+              "rerun without --quick before acting on it (the gate refuses a preview)")
     elif run.report_error:
         print(f"report not written: {run.report_error}", file=sys.stderr)
     dead = failed_engines(run.summary)
@@ -215,6 +225,20 @@ def cmd_crossval(args) -> int:
               f"(exit {EXIT_ENGINE_FAILED}; the failures are in results.parquet's failure column)", file=sys.stderr)
         return EXIT_ENGINE_FAILED
     return EXIT_OK
+
+
+def header(config: CrossvalConfig) -> str:
+    """The run's first line, with the counts it will really run (``--quick`` caps them, and says so)."""
+    from crosssim.runner.crossval import quick_config
+
+    capped = quick_config(config)
+    n = capped.episodes
+    text = (f"crossval {printable(config.policy)}: engines {', '.join(config.engines)}, {n} episode{'s' if n != 1 else ''}"
+            f" per engine, seed {config.seed}")
+    if config.quick:
+        text += (f" (--quick preview: {capped.sweep_episodes} per sweep rung, at most {capped.max_steps} control steps"
+                 f"{'; --episodes ' + str(config.episodes) + ' capped' if config.episodes > n else ''})")
+    return text
 
 
 def failed_engines(summary) -> list[str]:
@@ -267,127 +291,6 @@ def cmd_report(args) -> int:
 
     print(f"report: {write_report(args.dir, filmstrips=args.filmstrips)}")
     return EXIT_OK
-
-
-def _interrupt_on_sigterm() -> None:
-    import signal
-    import threading
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
-
-
-def cmd_gate(args) -> int:
-    import contextlib
-    import os
-    from pathlib import Path
-
-    from crosssim import gate
-    from crosssim.evaluate import crossval
-    from crosssim.runfolder import read_summary
-    from crosssim.runner.cache import default_root
-    from crosssim.text import no_workflow_commands
-
-    if not (args.run or args.policy):
-        raise CrossSimError("gate needs --run DIR (an existing crossval) or --policy CARD")
-    engines = args.engines
-    base_ref = getattr(args, "base", None) or args.baseline_ref
-    _interrupt_on_sigterm()  # a cancelled CI job still removes the base tree it extracted
-    # Engine workers start as `python -c ...` in the checkout under review, which would put it
-    # first on their sys.path: a pull request's top-level multiprocessing/ would run in them.
-    os.environ["PYTHONSAFEPATH"] = "1"
-    os.environ["MPLBACKEND"] = "Agg"  # overrides a backend named by a ./matplotlibrc in the checkout
-
-    def evaluate(policy: str, out: str | None, side: str):
-        from crosssim.progress import RunProgress
-
-        # Never trust code from the evaluated files: the gate runs on pull requests. Each side
-        # has its own cache folder, so a baseline never reuses rows computed for the PR.
-        # Progress goes to stderr: stdout is the Markdown summary.
-        print(f"gate: evaluating the {'pull request' if side == 'pr' else 'base branch'}'s policy "
-              f"{printable(policy)} in {', '.join(engines)}", file=sys.stderr, flush=True)
-        with RunProgress(label=f"{side} ") as progress:
-            return crossval(CrossvalConfig(policy=policy, engines=engines, episodes=args.episodes, seed=args.seed,
-                                           max_steps=args.max_steps, out=out, trust_policy_code=False,
-                                           cache_dir=str(default_root() / "gate" / side)), progress=progress)
-
-    with contextlib.ExitStack() as stack:
-        trusted = None
-        if base_ref:
-            from crosssim.trust import confine, trusted_base
-
-            trusted = stack.enter_context(trusted_base(base_ref))
-            config_path = Path(args.config) if args.config else None
-            if config_path is not None and config_path.resolve().is_relative_to(trusted.root):
-                config_path = config_path.resolve().relative_to(trusted.root)  # read it as on the base branch
-            config = gate.GateConfig.load(config_path, folder=trusted.tree)
-        else:
-            print("gate: no --base/--baseline-ref: thresholds and engine profiles are read from the working tree "
-                  "(fine for your own checkout; in CI pass the base branch)", file=sys.stderr)
-            config = gate.GateConfig.load(Path(args.config) if args.config else None)
-        if args.policy and trusted:
-            confine(Path(args.policy), trusted.root)
-        against = None  # the policy as the base branch sees it (crosssim.pairing.AgainstBase)
-        if args.baseline_ref and not args.baseline:
-            from crosssim.pairing import against_base
-            from crosssim.runfolder import RunFolder
-
-            base = trusted if trusted.ref == args.baseline_ref else stack.enter_context(
-                trusted_base(args.baseline_ref, root=trusted.root))
-            given = RunFolder(Path(args.run)).card_path(read_summary(Path(args.run))) if args.run else Path(args.policy)
-            against = against_base(given, base)
-        out = None  # where a baseline evaluated now goes: beside a run made now
-        if args.run:
-            summary = read_summary(Path(args.run))
-        else:
-            policy = args.policy
-            if against is not None and against.base_card is not None:
-                import tempfile
-
-                from crosssim.pairing import comparison_card
-
-                # The regression check runs the pull request's policy in the base branch's world.
-                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="crosssim-gate-card-")))
-                policy = str(comparison_card(against.card, against.base_card, folder))
-            run = evaluate(policy, args.out, "pr")
-            summary, out = run.summary, run.out
-        baseline = base_branch = None
-        if args.baseline:
-            baseline = read_summary(Path(args.baseline))
-        elif against is not None:
-            pairing = against.pairing
-            base_branch = gate.BaseBranch(pairing.how, against.physical_changes, pairing.removed)
-            print(f"baseline: {pairing.how}", file=sys.stderr)
-            if against.base_card is not None:
-                baseline = evaluate(str(against.base_card.path), str(out / "baseline") if out else None,
-                                    "baseline").summary
-                if out is not None:
-                    _report_with_baseline(out)
-    decision = gate.decide(summary, config, baseline, base_branch)
-    md = gate.markdown(summary, decision)
-    print(no_workflow_commands(md))
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    for target in filter(None, [args.summary, step_summary]):
-        with open(target, "a", encoding="utf-8") as f:
-            f.write(md)
-    if args.junit:
-        Path(args.junit).write_text(gate.junit(summary, decision), encoding="utf-8")
-    return decision.exit_code(config)
-
-
-def _report_with_baseline(out) -> None:
-    """Rewrite the pull request's report now that its folder holds the base branch's run
-    (``baseline/``): the report then shows both side by side. A failure keeps the first report."""
-    from crosssim.report import write_report
-
-    try:
-        write_report(out)
-    except Exception as exc:  # the decision does not depend on the page
-        print(f"gate: report not updated with the baseline: {type(exc).__name__}: {printable(str(exc))}",
-              file=sys.stderr)
 
 
 def cmd_changed(args) -> int:

@@ -52,9 +52,28 @@ def card_hints(harness) -> list[str]:
         hints.append(f"observation history of {o.history} frames in {o.layout!r} layout: check whether the policy was "
                      "trained with frame-major (whole frames) or term-major (each term's history) stacking")
     if not hints:
-        hints.append("check the card: joint order, quaternion order (w, x, y, z), default pose, action scale and "
-                     "mode, observation terms and their scales, normalisation, control period")
+        hints.append(fallback_hint(card))
     return hints
+
+
+def fallback_hint(card) -> str:
+    """What to check in a card when no specific hint applies, naming only what the card maps: a task
+    whose observation is its own (a gymnasium task: no terms, joints or default pose) has no joint
+    or quaternion order to get wrong."""
+    o, act = card.observation, card.action
+    if not o.terms and not card.joints and act.default_pos is None:
+        return ("check the card: the task version (a v4 agent on a v5 task sees another observation and reward; "
+                "write task: <Task>-v4), the observation normalisation (observation.normalize: the statistics it "
+                "was trained with), the action mode and scale, the control period (the task's frame skip)")
+    parts = ["joint order" if card.joints or act.default_pos is not None or o.terms else ""]
+    names = {t.name for t in o.terms}
+    if names & {"projected_gravity", "base_ang_vel", "base_lin_vel", "base_quat"}:
+        parts.append("quaternion order (w, x, y, z)")
+    if act.default_pos is not None:
+        parts.append("default pose")
+    parts += ["action scale and mode", "observation terms and their scales" if o.terms else "",
+              "normalisation", "control period"]
+    return "check the card: " + ", ".join(p for p in parts if p)
 
 
 # -- ranked suspects: which single card fix recovers the claimed behaviour ----------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 from crosssim.errors import CrossSimError
 from crosssim.strictload import did_you_mean, finite
 from crosssim.results import RunSummary
-from crosssim.text import markdown_text, number, printable, xml_text
+from crosssim.text import number, printable
 
 EXIT_PASS, EXIT_ERROR, EXIT_FAIL, EXIT_WARN = 0, 1, 2, 3
 PASS, WARN, FAIL, INFO = "PASS", "WARN", "FAIL", "INFO"
@@ -54,8 +54,12 @@ class GateConfig:
     new_policy_min_success: float = 0.8
     """A policy with no baseline FAILs when fewer than this share of its reference engine's nominal
     episodes succeed by the task's success criterion (docs/risk.md; 0 turns it off)."""
+    high_risk: str = "warn"
+    """What a HIGH transfer-risk verdict is for every policy: "warn" (default) or "fail". A HIGH
+    verdict is never a plain PASS, whatever the baseline did."""
     new_policy_high_risk: str = "warn"
-    """What a HIGH transfer-risk verdict is for a policy with no baseline: "warn", "fail" or "off"."""
+    """What a HIGH verdict is for a policy with no baseline: "warn", "fail" or "off" (then ``high_risk``
+    alone decides); the stricter of the two applies."""
     physical_changes: str = "warn"
     """What a pull request that changes a physical file (MJCF, meshes, engine profiles, deployment
     files, actuator nets, a card's robot or deployment fields) gets: "warn" or "fail". The
@@ -98,7 +102,8 @@ class GateConfig:
         return cls()
 
 
-CHOICES = {"new_policy_high_risk": ("warn", "fail", "off"), "physical_changes": ("warn", "fail")}
+CHOICES = {"high_risk": ("warn", "fail"), "new_policy_high_risk": ("warn", "fail", "off"),
+           "physical_changes": ("warn", "fail")}
 """The gate settings that are words, and the words each takes."""
 
 
@@ -202,6 +207,13 @@ def gated_engine(summary: RunSummary, baseline: RunSummary | None) -> str:
     if baseline is not None and baseline.reference_engine in summary.engines:
         return baseline.reference_engine
     return summary.reference_engine
+
+
+def refuse_preview(summary: RunSummary, where: str) -> None:
+    """A ``--quick`` run (``summary.preview``) is a preview, never gated: CrossSimError, one line."""
+    if summary.preview is not None:
+        raise CrossSimError(f"{where} is a {summary.preview.text()}, not a run to gate: run crossval without "
+                            "--quick (or gate --policy CARD)")
 
 
 def harness_of(summary: RunSummary):
@@ -314,7 +326,9 @@ def check_pairing(g: GateInput) -> list[Check]:
 
 def check_harness(g: GateInput) -> list[Check]:
     # With risk or without (--no-risk): a mismatch is the finding (no risk numbers exist then).
-    risk, check = g.summary.risk, g.summary.harness_check
+    risk, check = g.summary.risk, harness_of(g.summary)
+    if check is not None and check.status == "undecided":  # too few episodes: no decision either way
+        return [Check("harness check", WARN, check.message)]
     if risk is not None:
         return [Check("harness check", FAIL, risk.message)] if risk.verdict == "harness mismatch" else []
     return [Check("harness check", FAIL, check.message)] if check is not None and check.status == "mismatch" else []
@@ -354,9 +368,13 @@ def check_new_policy_success(g: GateInput) -> list[Check]:
 
 
 def transfer_risk_status(drop: float | None, verdict: str, config: GateConfig, new_policy: bool) -> str:
-    """max_risk FAILs, warn_risk WARNs; a new policy's HIGH verdict is new_policy_high_risk; a risk
-    that could not be computed WARNs when gated; INFO when nothing gates it."""
-    high = _status(config.new_policy_high_risk) if new_policy and verdict == "high" else INFO
+    """max_risk FAILs, warn_risk WARNs; a HIGH verdict is high_risk (at least WARN), for a new policy
+    the stricter of that and new_policy_high_risk; a risk that could not be computed WARNs when
+    gated; INFO when nothing gates it."""
+    high = INFO
+    if verdict == "high":
+        high = min(_status(config.high_risk), _status(config.new_policy_high_risk) if new_policy else INFO,
+                   key=_SEVERITY.get)
     gated = config.max_risk is not None or config.warn_risk is not None or high != INFO
     if not _finite(drop):
         return WARN if gated else INFO
@@ -381,8 +399,10 @@ def check_transfer_risk(g: GateInput) -> list[Check]:
     elif c.warn_risk is not None and drop > c.warn_risk:
         text = f"aggregate risk {number(drop)} is above warn_risk {number(c.warn_risk)}: {risk.message}"
     elif status in (WARN, FAIL):
-        text = (f"aggregate risk {number(drop)}{_ci(risk.aggregate.ci95)}: a HIGH transfer risk for a policy with "
-                f"no baseline (new_policy_high_risk = {c.new_policy_high_risk!r}): {risk.message}")
+        rule = (f"high_risk = {c.high_risk!r}" + (f", new_policy_high_risk = {c.new_policy_high_risk!r}" if new_policy
+                                                 else "")
+                + ("; high_risk = \"fail\" in the base config fails it" if status == WARN else ""))
+        text = f"aggregate risk {number(drop)}{_ci(risk.aggregate.ci95)}: a HIGH transfer risk ({rule}): {risk.message}"
     else:
         text = (f"aggregate risk {number(drop)}{_ci(risk.aggregate.ci95)}, {risk.verdict}"
                 + ("" if status == PASS else " (not gated: set max_risk or warn_risk to gate on it)"))
@@ -422,56 +442,3 @@ def decide(summary: RunSummary, config: GateConfig, baseline: RunSummary | None 
     checks = sorted((c for check in CHECKS for c in check(g)), key=lambda c: _SEVERITY[c.status])  # stable
     worst = checks[0].status if checks and checks[0].status in (FAIL, WARN) else PASS
     return Decision(worst, tuple(checks))
-
-
-FULL = 10_000
-"""Messages are shown whole (a cut message hid the reason); this only bounds hostile card text."""
-
-
-def markdown(summary: RunSummary, decision: Decision) -> str:
-    """The step summary, the decisive reason first. Every field from a card or a run folder is
-    escaped (``markdown_text``): it renders as text, never as HTML, a link, an image or a table break."""
-    icon = {PASS: "✅", WARN: "⚠️", FAIL: "❌", INFO: "ℹ️"}
-    lines = [f"## {icon[decision.status]} crosssim gate: {decision.status} — {markdown_text(summary.policy)}", ""]
-    reason = decision.reason
-    if reason is not None and reason.status in (FAIL, WARN):
-        lines += [f"**{markdown_text(reason.name)}**: {markdown_text(reason.message, FULL)}", ""]
-    risk = summary.risk
-    if risk:
-        lines += [f"Transfer risk: **{markdown_text(str(risk.verdict))}** — {markdown_text(risk.message, FULL)}", ""]
-    lines += ["| engine | mean return | drop vs reference | failed |", "|---|---|---|---|"]
-    for e, s in summary.engines.items():
-        drop = "reference" if e == summary.reference_engine else f"{100 * s.drop_vs_reference:.0f}%" if _finite(s.drop_vs_reference) else "—"
-        lines.append(f"| {markdown_text(e)} | {number(s.mean_return)} | {drop} | {markdown_text(s.failed)} |")
-    lines += ["", "| check | status | detail |", "|---|---|---|"]
-    for c in decision.checks:
-        lines.append(f"| {markdown_text(c.name)} | {icon[c.status]} {c.status} | {markdown_text(c.message, FULL)} |")
-    return "\n".join(lines) + "\n"
-
-
-def junit(summary: RunSummary, decision: Decision) -> str:
-    """JUnit XML: one test case per policy x engine (engine-level checks), plus run-level checks.
-
-    Written by junitparser (Ant's JUnit schema) from ``xml_text`` strings: well-formed for any card text."""
-    import io
-
-    from junitparser import Failure, TestCase, TestSuite
-
-    policy = xml_text(printable(summary.policy))
-    groups = [(e, [c for c in decision.checks if c.engine == e]) for e in summary.engines]
-    groups.append(("run", [c for c in decision.checks if c.engine is None]))
-    suite = TestSuite(f"crosssim gate {policy}")
-    for name, cs in groups:
-        case = TestCase(xml_text(printable(name)), classname=policy)
-        bad = [c for c in cs if c.status == FAIL]
-        if bad:  # one failure per case: CI tools count failed cases
-            msg = xml_text("; ".join(printable(c.message, FULL) for c in bad))
-            failure = Failure(msg)
-            failure.text = msg
-            case.result = [failure]
-        case.system_out = xml_text("\n".join(f"{c.status} {printable(c.name)}: {printable(c.message, FULL)}"
-                                              for c in cs))
-        suite.add_testcase(case)
-    out = io.BytesIO()
-    suite.write(out)
-    return out.getvalue().decode("utf-8") + "\n"

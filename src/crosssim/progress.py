@@ -31,6 +31,9 @@ class _Engine:
     start: float
     printed: float = 0.0
     task: object = None
+    last: float = 0.0
+    """When its last report came (the engine column's wall time, from the run's start)."""
+    failures: int = 0
 
     def eta(self, now: float) -> float | None:
         new = self.done - self.start_done
@@ -67,14 +70,38 @@ class RunProgress:
             self._bars.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        """A run that ended normally ends every engine in "done": the sweep search's bisection visits
+        fewer rungs than the most it may (the totals), and says so. Interrupted: "stopped"."""
+        now = time.monotonic()
+        for name, e in self.engines.items():
+            if e.done >= e.total:
+                continue
+            note = "stopped" if exc_type is not None else self._ending(e)
+            if self._bars is not None:
+                self._bars.update(e.task, total=e.done if exc_type is None else e.total, status=note)
+            elif note.startswith("done"):
+                print(f"  {self.label}{name}: done, {e.done} episodes in {_duration(now - e.start)} "
+                      f"({note.removeprefix('done; ')})", file=self.stream, flush=True)
+            elif exc_type is None:
+                print(f"  {self.label}{name}: {e.done}/{e.total} episodes, {note}", file=self.stream, flush=True)
+            else:
+                self._line(name, e, now, note)
         if self._bars is not None:
             self._bars.stop()
             self._bars = None
-        elif self.engines:  # a pipe: one closing line per engine that did not finish
-            for name, e in self.engines.items():
-                if e.done < e.total:
-                    self._line(name, e, time.monotonic(), "stopped")
+
+    @staticmethod
+    def _ending(e: _Engine) -> str:
+        skipped = e.total - e.done
+        if e.failures:
+            return f"ended with {e.failures} failed episode{'s' if e.failures != 1 else ''}"
+        return (f"done; the sweep search needed {skipped} episode{'s' if skipped != 1 else ''} fewer than "
+                f"the {e.total} it may run")
+
+    def seconds(self) -> dict[str, float]:
+        """Seconds from the run's start to each engine's last report (engines run side by side)."""
+        return {name: max(e.last - self._t0, 0.0) for name, e in self.engines.items()}
 
     def say(self, text: str) -> None:
         """One line above the bars (or in the pipe)."""
@@ -99,8 +126,10 @@ class RunProgress:
             if row.get("cached") or row.get("status"):
                 e.start_done, e.start = max(e.start_done, done), now
             e.total, e.done = total, done
+        e.last = now
         status = row.get("status")
         if row.get("failure"):
+            e.failures += 1
             self.say(f"  {engine}: episode failed: {row['failure']}")
         if self._bars is not None:
             self._bars.update(e.task, total=total, completed=done,

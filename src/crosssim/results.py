@@ -153,7 +153,8 @@ class HarnessCheck:
     """Does the policy reach its card's claims in the reference engine? (docs/risk.md)"""
 
     status: str
-    """"ok", "mismatch" or "skipped" (the card claims nothing)."""
+    """"ok", "mismatch", "skipped" (the card claims nothing) or "undecided" (too few episodes to
+    decide whether the policy does its task: crosssim.risk.too_few_to_decide)."""
     message: str
     measured: dict[str, float] | None = None
     """The reference engine's means of the claimable quantities (return, x_velocity [m/s], survival),
@@ -340,6 +341,23 @@ def verdict_uncertain(support: dict[str, float], verdict: str, thresholds: dict[
 
 
 @dataclass(frozen=True)
+class Preview:
+    """What a ``--quick`` run really ran: a preview, not a verdict to act on or gate (the gate refuses it)."""
+
+    episodes: int
+    """Nominal episodes per engine (the cap, or fewer when asked)."""
+    sweep_episodes: int
+    """Episodes per visited sweep rung."""
+    max_steps: int | None
+    """Control steps per episode at most."""
+
+    def text(self) -> str:
+        return (f"--quick preview ({self.episodes} episode{'s' if self.episodes != 1 else ''} per engine"
+                + (f", {self.sweep_episodes} per sweep rung" if self.sweep_episodes else "")
+                + (f", at most {self.max_steps} control steps" if self.max_steps else "") + ")")
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """summary.json: what a crossval measured, and where it came from."""
 
@@ -372,6 +390,9 @@ class RunSummary:
     """The harness check of a run without sweeps (``--no-risk``): does the policy do its task and
     reach its card's claims in the reference engine. With sweeps it is ``risk.harness_check``. Optional
     in both directions, as ``card_from_run``."""
+    preview: Preview | None = None
+    """Set on a ``--quick`` run (the counts it really ran); None on a full run. Optional in both
+    directions, as ``card_from_run``: a run written before it existed reads as a full run."""
 
 
 def to_dict(obj) -> typing.Any:

@@ -9,6 +9,7 @@ engine gets no risk numbers at all ("harness mismatch").
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -39,6 +40,11 @@ MIN_ENGINE_WEIGHT = 0.5
 # message: on make validate's untouched part a crossval with another seed changed 5 of 11 verdicts,
 # and 4 of those 5 had a support below 0.9 in the first run (docs/risk.md, "Retest").
 VERDICT_SUPPORT_MIN = 0.9
+# Below this many reference episodes, a task-success count whose 95% interval still holds
+# TASK_SUCCESS_MIN is "too few episodes to decide" (status "undecided", no risk numbers, no card
+# hints), not a harness mismatch: `--episodes 2` of a policy that falls now and then says so.
+# From this many on, such a count is a mismatch at the rule's edge (success_edge says so).
+DECIDING_EPISODES = 10
 VERDICT_ORDER = ("high", "unknown", "medium", "low")
 """Worst first: the family whose class comes first decides the verdict."""
 
@@ -185,6 +191,10 @@ def risk_profile(df, card, *, ladders: dict[str, Ladder], reference: str, seed: 
     if check.status == "mismatch":  # a risk through a broken harness measures the harness: print none
         return RiskProfile(harness_check=check, components={}, aggregate=None, verdict="harness mismatch",
                            driver=None, message=check.message, **common)
+    if check.status == "undecided":  # too few episodes to tell: no numbers, and no card blamed
+        return RiskProfile(harness_check=check, components={}, aggregate=None, verdict="unknown",
+                           driver=None, message=check.message, **common)
+    check = dataclasses.replace(check, message=check.message + engines_failing_task(df, task, reference))
     engines = list(dict.fromkeys(df.engine))
     values = task.metric_values(df, metric)
     with warnings.catch_warnings():  # an engine whose episodes all failed is an all-NaN slice: NaN is the answer
@@ -379,6 +389,43 @@ def success_edge(k: int, n: int) -> str:
             f"seed may decide the other way; more --episodes settle it.")
 
 
+def too_few_to_decide(k: int, n: int) -> bool:
+    """Whether ``k`` of ``n`` successes cannot decide the task-success rule: fewer than
+    DECIDING_EPISODES episodes, and the count's 95% interval holds TASK_SUCCESS_MIN."""
+    from crosssim.stats import share_interval
+
+    lo, hi = share_interval(k, n)
+    return n < DECIDING_EPISODES and lo <= TASK_SUCCESS_MIN <= hi
+
+
+def where_it_fails(card, reference: str) -> str:
+    """What a task failure in ``reference`` points to: the card, when that is where the policy was
+    trained; the engine's limit, possibly, when it was trained elsewhere (not run here)."""
+    trained = getattr(card, "trained_in", None)
+    if trained and trained != reference:
+        return (f"{reference} is not where it was trained ({trained}, not in this run): this may be {reference}'s "
+                f"limit rather than the card; add {trained} to --engines to tell the two apart.")
+    return "It fails where it was trained, so the card (or the harness it describes) is likely wrong."
+
+
+def engines_failing_task(df, task, reference: str) -> str:
+    """A sentence for the harness check when the reference engine does the task and another engine
+    does not: that is the other engine's limit with this policy, not a card error. Empty otherwise."""
+    out = []
+    for engine in dict.fromkeys(df.engine):
+        rows = df[(df.engine == engine) & (df.condition == "nominal")]
+        ok = rows[rows.failure.isna()]
+        if engine == reference or ok.empty:
+            continue
+        k, n = int(task.succeeded(ok).sum()), len(rows)
+        if k / n < TASK_SUCCESS_MIN:
+            out.append(f"{engine} ({k} of {n} succeed)")
+    if not out:
+        return ""
+    return (f" Fails the task where {reference} does it: {', '.join(out)}. That is the engine's limit with this "
+            "policy (how it simulates contact and actuation), not a card error; its drop is a finding.")
+
+
 def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed: int = 0,
                   max_steps: int | None = None) -> HarnessCheck:
     """Does the policy do its task, and reach its card's claims, in the reference engine?
@@ -404,13 +451,23 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
     measured["success"] = float(success.sum()) / len(ref_rows)  # of every episode: one that failed did not succeed
     edge = success_edge(int(success.sum()), len(success))
     then = f". {edge}" if edge else ""  # after a message that ends without a full stop
+    k, n = int(success.sum()), len(success)
+    rule = f"the rule asks {100 * TASK_SUCCESS_MIN:.0f}%, where {task.success_criterion}"
+    if success.mean() < TASK_SUCCESS_MIN and too_few_to_decide(k, n):
+        from crosssim.stats import share_interval
+
+        lo, hi = share_interval(k, n)
+        return HarnessCheck(status="undecided", measured=measured, reference_return=measured["return"],
+                            message=(f"too few episodes to decide: {k} of {n} episodes succeed in {reference} "
+                                     f"({task.success_criterion}), a 95% interval of {100 * lo:.0f}-{100 * hi:.0f}% "
+                                     f"that holds the {100 * TASK_SUCCESS_MIN:.0f}% the task-success rule asks; "
+                                     f"rerun with --episodes {DECIDING_EPISODES} or more. No risk is computed yet"))
     if success.mean() < TASK_SUCCESS_MIN:
         return HarnessCheck(status="mismatch", measured=measured, hints=hints, reference_return=measured["return"],
                             message=(f"harness mismatch: the policy fails its task {task.name} in its reference "
-                                     f"engine {reference}: {int(success.sum())} of {len(success)} episodes succeed "
-                                     f"({task.success_criterion}); no risk is computed for a policy that does "
-                                     f"not do its task (it cannot show a drop). If it works where it was "
-                                     f"trained, the card is likely wrong.{' ' + edge if edge else ''}{hint_text}"))
+                                     f"engine {reference}: {k} of {n} episodes succeed ({rule}); no risk is "
+                                     f"computed for a policy that does not do its task (it cannot show a drop). "
+                                     f"{where_it_fails(card, reference)}{' ' + edge if edge else ''}{hint_text}"))
     claims = dict(card.claimed)
     capped = max_steps is not None and max_steps < task.max_steps
     uncheckable = [k for k in ("return", "survival") if capped and k in claims]
@@ -439,5 +496,8 @@ def harness_check(ref_rows, card, reference: str, hints=None, *, task=None, seed
                             message=(f"harness mismatch: in its reference engine {reference} the policy reaches "
                                      + "; ".join(short) + "." + hint_text))
     return HarnessCheck(status="ok", measured=measured, claimed=claims, reference_return=measured["return"],
-                        message="reference engine reaches the card's claims (" + ", ".join(
-                            f"{k} {number(measured[k])} vs {number(v)}" for k, v in claims.items()) + ")" + then)
+                        message=(f"in {reference} the policy does its task ({k} of {n} episodes succeed; {rule}) "
+                                 "and reaches its card's claims: " + "; ".join(
+                                     f"{key} {number(measured[key])} (95% CI up to {number(claim_met(per_episode[key], v, seed=seed)[1][1])}) "
+                                     f"reaches {100 * CLAIM_FRACTION:.0f}% of the card's {number(v)}" for key, v in claims.items())
+                                 + then))

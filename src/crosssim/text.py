@@ -15,8 +15,11 @@ import re
 # and the non-characters XML forbids.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 _UNSAFE_PATH = re.compile(r"[^A-Za-z0-9._-]+")
-_MD_PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character (CommonMark escapes)
-_AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>&|~$])")
+"""What GitHub Markdown reads as markup inside a line: escapes, code spans, emphasis, links and
+images, HTML and entities, table cells, strikethrough and math. Digits, commas, points and
+parentheses are left alone (no "2\\,274" in the raw text)."""
+_AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=www)(?=\.)|(?<=@)")  # URLs, www., e-mail and @mentions
 _WORKFLOW_COMMAND = re.compile(r"^(\s*)(::|##\[)", re.M)
 _XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -34,10 +37,11 @@ def printable(text, limit: int = 200) -> str:
 
 
 def markdown_text(text, limit: int = 200) -> str:
-    """``printable`` text that renders as itself in GitHub Markdown (tables included): no HTML,
-    links, images, code spans or emphasis; bare URLs are not turned into links."""
+    """``printable`` text that renders as itself in GitHub Markdown (tables included) when it stands
+    inside a line: no HTML, links, images, code spans, emphasis or math; bare URLs, e-mail addresses
+    and @mentions are not turned into links. Only the characters GitHub reads as markup are escaped."""
     out = _AUTOLINK.sub("\u2060", printable(text, limit))  # a word joiner breaks GitHub's autolinks
-    return _MD_PUNCT.sub(r"\\\1", out)
+    return _MD_SPECIAL.sub(r"\\\1", out)
 
 
 def xml_text(text) -> str:

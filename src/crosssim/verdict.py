@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from crosssim import __version__
-from crosssim.results import AuditEntry, EngineSummary, RunSummary
+from crosssim.results import AuditEntry, EngineSummary, Preview, RunSummary
 from crosssim.runner.crossval import Collected, Plan
 from crosssim.stats import bootstrap_ci, relative_drop
 
@@ -79,10 +79,15 @@ def summarize(plan: Plan, df, got: Collected) -> RunSummary:
 
             risk = profile([suspect_hint(plan, reference), *hints])
     else:  # no sweeps, but still: does the policy do its task, and reach its claims?
-        from crosssim.risk import harness_check
+        import dataclasses
+
+        from crosssim.risk import engines_failing_task, harness_check
 
         check = harness_check(nominal[nominal.engine == reference], card, reference, task=plan.harness.task,
                               seed=config.seed, max_steps=config.max_steps)
+        if check.status in ("ok", "skipped"):
+            check = dataclasses.replace(check, message=check.message + engines_failing_task(nominal, plan.harness.task,
+                                                                                           reference))
     note = getattr(plan.harness.task, "version_note", None)  # a default version is said, never silent
     version_notes = [note] if note else []
     return RunSummary(
@@ -103,6 +108,8 @@ def summarize(plan: Plan, df, got: Collected) -> RunSummary:
         warnings=identical_episodes(nominal[nominal.engine == reference], reference) + version_notes,
         card_from_run=os.path.relpath(card.path.resolve(), plan.out.resolve()),
         harness_check=check,
+        preview=Preview(config.episodes, config.sweep_episodes if config.risk else 0, config.max_steps)
+        if config.quick else None,
     )
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crosssim.gate import GateConfig, decide, junit, markdown
+from crosssim.gate import GateConfig, decide
+from crosssim.gate_report import junit, markdown
 from crosssim.results import EngineSummary, HarnessCheck, RiskAggregate, RiskProfile, RunSummary
 from crosssim.runfolder import write_summary
 
