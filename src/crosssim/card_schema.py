@@ -134,7 +134,7 @@ class DeploymentSection(_Section):
     motor_lag: Number | None = Field(None, json_schema_extra={"minimum": 0})
     """Torque rise time constant of the real motors [s]."""
     obs_noise: Number | None = Field(None, json_schema_extra={"minimum": 0})
-    """Standard deviation of sensor noise on every observation value (raw units)."""
+    """Standard deviation of sensor noise on every sensed observation value, in its own units (rad, rad/s, m/s, ...) before scale, clip and normalisation; never on commands, clocks, phases or the previous action."""
     friction: Numbers | None = None
     """Lowest friction expected as a scale (0.7: 30 % more slippery), or a [low, high] range."""
     added_mass: Number | None = Field(None, json_schema_extra={"minimum": 0})

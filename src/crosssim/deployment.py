@@ -39,7 +39,7 @@ class DeploymentGap:
     latency_steps: float | None = None
     """The latency in control steps, when stated that way (wins over ``latency``)."""
     obs_noise: float = 0.0
-    """Standard deviation of sensor noise on every observation value (raw units)."""
+    """Standard deviation of sensor noise on every sensed observation value, in its own units (rad, rad/s, m/s, ...) before scale, clip and normalisation; never on commands, clocks, phases or the previous action."""
     friction: float = 1.0
     """Lowest friction expected, as a scale on the simulated friction (0.7: 30 % more slippery)."""
     added_mass: float = 0.0

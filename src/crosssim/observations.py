@@ -189,6 +189,10 @@ class ObservationTerm:
     [s]) or a mapping name -> Option."""
     floating_base: bool = False
     """Reads the base's orientation or motion: refused on a robot whose base is fixed."""
+    sensed: bool = True
+    """A sensor measures it on the robot (joint encoders, IMU): the variant's sensor noise
+    (``obs_noise``) lands on it, in its own units before scale and clip. False for what the
+    controller is given or computes (commands, clocks, phases, the previous action)."""
 
     def __post_init__(self):
         if not isinstance(self.options, Mapping):
@@ -229,19 +233,19 @@ BUILTIN_TERMS: dict[str, ObservationTerm] = {
                                                   "convention": Option("choice", "extrinsic",
                                                                        ("extrinsic", "intrinsic"))},
                                   floating_base=True),
-    "command": ObservationTerm(command, 3),
+    "command": ObservationTerm(command, 3, sensed=False),
     "joint_pos_rel": ObservationTerm(joint_pos_rel, None, {"source": _SOURCE}),
     "joint_pos": ObservationTerm(joint_pos, None, {"source": _SOURCE}),
     "joint_vel": ObservationTerm(joint_vel, None, {"source": _SOURCE}),
-    "last_action": ObservationTerm(last_action, None),
+    "last_action": ObservationTerm(last_action, None, sensed=False),
     "gait_phase": ObservationTerm(gait_phase, gait_phase_size, {
         "period": Option("positive", 0.8), "offsets": Option("numbers", (0.0,)),
         "layout": Option("choice", "interleaved", PHASE_LAYOUTS), "cos_first": Option("bool", False),
         "frequency_gain": Option("nonnegative", 0.0), "freeze_below": Option("nonnegative", 0.0),
-        "frozen_phase": Option("nonnegative", 0.5), "time_origin": _ORIGIN}),
-    "clock": ObservationTerm(clock, 1, {"time_origin": _ORIGIN}),
+        "frozen_phase": Option("nonnegative", 0.5), "time_origin": _ORIGIN}, sensed=False),
+    "clock": ObservationTerm(clock, 1, {"time_origin": _ORIGIN}, sensed=False),
     "time_feature": ObservationTerm(time_feature, 1, {"max_steps": Option("count", 1000),
-                                                      "test_mode": Option("bool", False)}),
+                                                      "test_mode": Option("bool", False)}, sensed=False),
     "base_height": ObservationTerm(base_height, 1),
     "task_observation": ObservationTerm(task_observation, "task"),
 }
@@ -369,9 +373,15 @@ class ObservationBuilder:
         # Looked up once: a registry lookup per control step would cost more than the terms.
         self._terms = [None if spec.name.startswith("sensor:") else _term(spec.name) for spec in terms]
         self._buffer: deque = deque(maxlen=self.history)
-        self.term_noise: tuple[dict[int, float], np.random.Generator] | None = None
-        """Per-term noise ({term index: std in the term's units}, generator), set by the control step
-        for a variant with ``term_noise``; added before the term's scale and clip."""
+        self.term_noise: tuple[dict[int, float | np.ndarray], np.random.Generator] | None = None
+        """Sensor noise ({term index: std in the term's units, one or per value}, generator), set by
+        the control step for a noisy variant; added once per frame, before the term's scale and
+        clip (a history keeps each frame's draw)."""
+
+    @property
+    def term_objects(self) -> list[ObservationTerm | None]:
+        """The registered term of each card term, in card order (None: a ``sensor:`` term)."""
+        return list(self._terms)
 
     def reset(self) -> None:
         self._buffer.clear()

@@ -126,7 +126,7 @@ NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_no
            "actuator": None, "backlash": 0.0, "obs_drop": 0.0}
 """Each swept axis's value with no gap (the Variant fields' defaults)."""
 
-UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "raw units",
+UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "sensor units",
          "friction_scale": "x", "mass_scale": "x", "motor_free_speed": "rad/s", "push_impulse": "N s",
          "actuator": "file", "latency": "s", "backlash": "s", "obs_drop": "share of frames"}
 TERM_NOISE = "term_noise:"

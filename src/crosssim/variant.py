@@ -78,7 +78,9 @@ class HarnessVariant:
     ``action_latency``; its fraction is resolved to physics steps (the previous action acts for
     that part of the control period). Real deployments declare theirs (docs/real.md)."""
     obs_noise: float = _axis(0.0, ADD)
-    """Standard deviation of Gaussian noise added to every observation value (raw units)."""
+    """Standard deviation of Gaussian sensor noise on every sensed observation value, in its own units
+    before scale, clip and normalisation (crosssim.runner.stepper ``_noise_terms``: the terms and task
+    values a sensor measures; never commands, clocks, phases, the previous action or constant slots)."""
     actuator: str | None = _axis(None, OVERRIDE)
     """Actuator model file (crosssim.actuators, docs/actuators.md): a TorchScript actuator net or a
     YAML spec (net or DC motor); None: the card's ideal law."""

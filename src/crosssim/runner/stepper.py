@@ -103,13 +103,26 @@ class ControlStepper:
             raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
                                 "run it in mujoco or pybullet, or remove the pushes")
 
-    def _noise_terms(self) -> dict[int, float]:
-        """The variant's per-term noise as {index of the term in the card's list: std}."""
-        if not self.p.term_noise:
-            return {}
+    def _noise_terms(self) -> dict[int, float | np.ndarray]:
+        """The variant's sensor noise per term of the card's observation, {term index: std in the
+        term's own units, one or per value}: ``obs_noise`` on every sensed term (crosssim.observations
+        ``ObservationTerm.sensed``; the task's own observation only on the values its ``sensed``
+        marks), ``term_noise`` on the terms it names. Without observation.terms, index 0 is the
+        task's whole observation."""
         builder = self.observer.builder
-        names = [t.name for t in builder.terms] if builder is not None else []
-        out = {}
+        specs = builder.terms if builder is not None else ()
+        names = [t.name for t in specs]
+        out: dict[int, float | np.ndarray] = {}
+        if self.p.obs_noise > 0:
+            mask = self.harness.task.sensed(self.harness.canonical)
+            task_std = self.p.obs_noise if mask is None else self.p.obs_noise * np.asarray(mask, dtype=float)
+            if builder is None:
+                out[0] = task_std
+            for k, (spec, term) in enumerate(zip(specs, builder.term_objects if builder is not None else ())):
+                if term is None or (term.sensed and term.size != "task"):  # a sensor: term, or a sensed one
+                    out[k] = self.p.obs_noise
+                elif term.size == "task":
+                    out[k] = task_std
         for name, std in self.p.term_noise:
             where = [k for k, n in enumerate(names) if n == name]
             if not where:
@@ -149,15 +162,15 @@ class ControlStepper:
             self.state = self.engine.reset_into(self.model, self.state, initial)
         else:
             self.state = self.engine.reset(self.model, initial)
-        if self.p.obs_noise > 0:  # its own stream: noise never shifts initial states
-            self._noise = np.random.default_rng(noise_seed)
+        if self._term_noise:  # its own stream: noise never shifts initial states
+            self._noise = np.random.default_rng(_stream(noise_seed, 3))
         self._drop_rng = np.random.default_rng(_stream(noise_seed, 5)) if self.p.obs_drop > 0 else None
         self._last_obs = None
         self._chain = ActuatorChain(self.p, h.max_torque, self.physics_dt, h.canonical.joint_count)
         if self._actuator is not None:
             self._actuator.reset()
-        if self._term_noise:
-            self.observer.builder.term_noise = (self._term_noise, np.random.default_rng(_stream(noise_seed, 3)))
+        if self._term_noise and self.observer.builder is not None:
+            self.observer.builder.term_noise = (self._term_noise, self._noise)
         self._elapsed, self._next_push = 0.0, PUSH_FIRST
         self._push_rng = np.random.default_rng(_stream(noise_seed, 4)) if self.push_dv else None
         self._pending = deque(np.zeros(h.action_size) for _ in range(self.delay_steps))
@@ -185,8 +198,8 @@ class ControlStepper:
         """The policy's input at ``frame``: one call per control period (a dropped frame repeats
         the previous call's input; the observer's own state advances either way)."""
         obs = self.observer(frame, task_state)
-        if self.p.obs_noise > 0:
-            obs = obs + self._noise.normal(0.0, self.p.obs_noise, obs.shape)
+        if self._term_noise and self.observer.builder is None:  # the task's own observation, sensed values
+            obs = obs + self._noise.normal(0.0, self._term_noise[0], obs.shape)
         if self._drop_rng is not None:
             if self._last_obs is not None and self._drop_rng.random() < self.p.obs_drop:
                 return self._last_obs.copy()

@@ -110,6 +110,12 @@ class Task:
     def observe(self, frame: SimFrame, state: dict) -> np.ndarray:
         raise NotImplementedError
 
+    def sensed(self, c) -> np.ndarray | None:
+        """Which values of ``observe``'s output a real robot's sensors measure (1) and which it
+        computes or is given (0: model constants, commanded torques, goals, zeroed slots), for the
+        sensor noise (crosssim.runner.stepper); None: every value is measured."""
+        return None
+
     def step(self, before: SimFrame, after: SimFrame, action: np.ndarray, state: dict, dt: float) -> StepResult:
         raise NotImplementedError
 

@@ -45,6 +45,12 @@ class Humanoid(GymTask):
     def initial_state(self, c, rng):
         return self.reset_noise.sample(c.qpos0, c.nv, rng)
 
+    def sensed(self, c):
+        """The joint state; body inertias (model constants), body velocities, actuator forces
+        (commanded) and external wrenches are not a sensor's readings."""
+        joint = c.nq - 2 + c.nv
+        return np.concatenate((np.ones(joint), np.zeros(self.observation_size(c) - joint)))
+
     def observe(self, frame, state):
         k = kinematics_of(self.scene).of(frame)
         if self.version == "v4":  # the world's rows and the free joint's dofs, all zero, stay in

@@ -162,6 +162,11 @@ class Ant(GymTask):
         self.body_count = len(c.body_names)  # the zeroed block's size (observe sees frames only)
         return self.reset_noise.sample(c.qpos0, c.nv, rng)
 
+    def sensed(self, c):
+        """The joint state; the contact-force block (clipped wrenches or zeros) is not a sensor's."""
+        joint = c.nq - 2 + c.nv
+        return np.concatenate((np.ones(joint), np.zeros(self.observation_size(c) - joint)))
+
     def observe(self, frame, state):
         parts = [frame.qpos[2:], frame.qvel]
         if self.world_row and self.contact_forces != "off":
