@@ -130,8 +130,9 @@ def test_an_own_robot_cannot_hide_a_regression(tmp_path):
 
 
 def test_no_risk_harness_mismatch_fails_the_gate(tmp_path):
-    """``crossval --no-risk`` of a policy that does not do its task (0 of 2 episodes succeed): the
-    gate FAILs on its harness check, against a baseline as without one."""
+    """``crossval --no-risk`` of a policy that does not do its task (0 of 5 episodes succeed, enough to
+    decide: 2 would be "too few episodes to decide"): the gate FAILs on its harness check, against a
+    baseline as without one."""
     import torch
 
     folder = tmp_path / "p"
@@ -145,13 +146,13 @@ def test_no_risk_harness_mismatch_fails_the_gate(tmp_path):
                                                       "policy": {"file": "policy.pt", "format": "torchscript"},
                                                       "trained_in": "mujoco"}))
     env = _env(tmp_path)
-    cv = cli("crossval", "--policy", folder / "card.yaml", "--engines", "mujoco", "--episodes", "2", "--no-risk",
+    cv = cli("crossval", "--policy", folder / "card.yaml", "--engines", "mujoco", "--episodes", "5", "--no-risk",
              "--no-report", "--quiet", "--out", tmp_path / "run", cwd=tmp_path, env=env)
-    assert "0 of 2 episodes succeed" in cv.stdout, cv.stdout + cv.stderr
+    assert "0 of 5 episodes succeed" in cv.stdout, cv.stdout + cv.stderr
     for extra in (("--baseline", tmp_path / "run"), ()):
         proc = cli("gate", "--run", tmp_path / "run", *extra, cwd=tmp_path, env=env)
         assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert "FAIL" in _row(proc.stdout, "harness check") and "0 of 2 episodes succeed" in proc.stdout
+        assert "FAIL" in _row(proc.stdout, "harness check") and "0 of 5 episodes succeed" in proc.stdout
 
 
 # -- pairing, rule by rule (no crossval) ---------------------------------------------------------------
