@@ -16,6 +16,7 @@ import numpy as np
 
 from crosssim.card_schema import ACTION_MODES, FIRST_CALLS, HISTORY_FILLS, MAX_HISTORY, check_structure
 from crosssim.card_schema import FIELDS  # noqa: F401  (re-exported: every key a card may hold)
+from crosssim.deployment import StatedDeployment
 from crosssim.errors import CardError, CrossSimError
 from crosssim.normalize import ObservationNormalizer as Normalization
 from crosssim.normalize import normalizer_from_card
@@ -86,9 +87,9 @@ class Card:
     frame skip follows. None: the MJCF's."""
     first_call: str = "reset"
     """When the policy is first called: at reset, or after one control period (FIRST_CALLS)."""
-    deployment: dict = field(default_factory=dict)
-    """The expected deployment gap the card states (crosssim.deployment.KEYS, checked); empty: the
-    robot class's default."""
+    deployment: StatedDeployment = field(default_factory=StatedDeployment)
+    """The expected deployment gap the card states (merged with its file, checked); every key
+    unstated: the robot class's default (crosssim.deployment.deployment_gap)."""
     replaces: str | None = None
     """The base branch's card this one replaces, relative to this card's folder (read by the gate only)."""
     raw: dict = field(default_factory=dict, repr=False)
@@ -325,7 +326,7 @@ def load_card(path: str | Path) -> Card:
     declared = task_cls.metrics
     if metric is not None and metric not in declared:
         raise CardError(f"{where}: field 'metric' is {metric!r}; task {task} declares: {', '.join(declared)}")
-    deployment = {}
+    deployment = StatedDeployment()
     if raw.get("deployment") is not None:
         from crosssim.deployment import parse_deployment
 

@@ -239,11 +239,10 @@ def _physical_files(card, top: Path) -> set[str]:
     from crosssim.runner.inputs import scene_files
 
     files = set(scene_files(Path(card.robot)) if card.robot else [])
-    deployment = card.raw.get("deployment")
-    if isinstance(deployment, dict) and isinstance(deployment.get("file"), str):
-        files.add((card.path.parent / deployment["file"]).resolve())
-    if isinstance(card.deployment.get("actuator"), str):
-        files.add(Path(card.deployment["actuator"]).resolve())
+    if card.deployment.file is not None:
+        files.add(card.deployment.file)
+    if card.deployment.actuator is not None:
+        files.add(Path(card.deployment.actuator).resolve())
     return {_rel(f, top) for f in files if Path(f).is_relative_to(top)}
 
 
@@ -272,7 +271,7 @@ def _field_view(card, top: Path) -> dict:
         return value
 
     return {"task": card.task, "robot": rel(card.robot), "physics_timestep": card.physics_timestep,
-            "task_options": card.task_options, "deployment": {k: rel(v) for k, v in card.deployment.items()}}
+            "task_options": card.task_options, "deployment": {k: rel(v) for k, v in card.deployment.stated().items()}}
 
 
 def physical_changes(card, base_card, base) -> tuple[str, ...]:

@@ -86,9 +86,8 @@ def card_files(card) -> set[Path]:
         files.update(f.resolve() for f in card.policy_file.rglob("*") if f.is_file())
     if _norm_file(card) is not None:
         files.add(_norm_file(card).resolve())
-    deployment = card.raw.get("deployment")
-    if isinstance(deployment, dict) and isinstance(deployment.get("file"), str):  # crosssim.deployment
-        files.add((card.path.parent / deployment["file"]).resolve())
+    if card.deployment.file is not None:  # resolved by crosssim.deployment
+        files.add(card.deployment.file)
     if card.robot:
         files.update(scene_files(Path(card.robot)))
     return files
