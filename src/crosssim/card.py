@@ -187,7 +187,8 @@ def load_card(path: str | Path) -> Card:
     if len(set(joints)) != len(joints):
         raise CardError(f"{where}: field 'joints' must be a list of distinct joint names")
     if model.metric is not None and model.metric not in metrics:
-        raise CardError(f"{where}: field 'metric' is {model.metric!r}; task {model.task} declares: {', '.join(metrics)}")
+        raise CardError(f"{where}: field 'metric' is {model.metric!r}; task {model.task} declares: "
+                        f"{', '.join(metrics)}")
     deployment = StatedDeployment()
     if model.deployment is not None:
         from crosssim.deployment import parse_deployment

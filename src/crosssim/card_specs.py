@@ -124,13 +124,15 @@ def action_spec(act: ActionSection | None, where: Path) -> ActionSpec:
     for k, ok, rule in (("kp", lambda v: v >= 0, ">= 0"), ("kd", lambda v: v >= 0, ">= 0"),
                         ("torque_limit", lambda v: v > 0, "> 0 [N m]")):
         if optional[k] is not None and not all(map(ok, optional[k])):
-            raise CardError(f"{where}: field 'action.{k}' must be {rule} for every joint, got {shown(getattr(act, k)):.60}")
+            raise CardError(f"{where}: field 'action.{k}' must be {rule} for every joint, "
+                            f"got {shown(getattr(act, k)):.60}")
     if isinstance(act.default_pos, str):
         if not act.default_pos.startswith("keyframe:"):
             raise CardError(f"{where}: field 'action.default_pos' must be a list of angles or 'keyframe:<name>'")
         optional["default_pos"] = act.default_pos
     else:
-        optional["default_pos"] = None if act.default_pos is None else finite(act.default_pos, where, "action.default_pos")
+        optional["default_pos"] = (None if act.default_pos is None
+                                   else finite(act.default_pos, where, "action.default_pos"))
     if mode == "pd":
         for k in ("kp", "kd"):
             if optional[k] is None:

@@ -97,7 +97,8 @@ class StatedDeployment:
 
     def stated(self) -> dict:
         """The stated keys (every key of KEYS but ``file`` that is not None) and their values."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "file" and getattr(self, f.name) is not None}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "file"}
+        return {k: v for k, v in values.items() if v is not None}
 
 
 DEFAULTS: dict[str, DeploymentGap] = {
