@@ -63,7 +63,7 @@ def test_card_naming_the_file_gets_its_gap_in_the_verdict(written, tmp_path):
     card_raw["deployment"] = {"file": str(written)}
     (tmp_path / "card.yaml").write_text(yaml.safe_dump(card_raw))
     card = load_card(tmp_path / "card.yaml")
-    assert card.deployment["latency"] == raw["latency"] and card.deployment["uncertainty"] == raw["uncertainty"]
+    assert card.deployment.latency == raw["latency"] and card.deployment.uncertainty == raw["uncertainty"]
     # The verdict on a hopper's rows with the arm's measured gap: every number from the file, at +2 sigma.
     hopper = dataclasses.replace(load_card(HOPPER), claimed={}, deployment=card.deployment)
     risk = risk_profile(_rows(VISITED), hopper, ladders=ladders_for(hopper), reference="mujoco", resamples=20,

@@ -63,7 +63,7 @@ def test_train_composes_base_plus_residual_step_for_step(logs, tmp_path, gate):
     assert record["logs"]["interventions"] > 0 and len(record["logs"]["files"]) == 3
     assert record["losses"]["residual_mse_interventions"] < record["losses"]["delta_ms_interventions"]
     card = load_card(tmp_path / "corrected" / "card.yaml")
-    assert card.policy_format == "torchscript" and card.raw["training"]["base"]["name"] == "hopper-ppo-mujoco"
+    assert card.policy_format == "torchscript" and card.document.training["base"]["name"] == "hopper-ppo-mujoco"
     check_torchscript(card.policy_file)  # the allow-list accepts it: it loads untrusted
     harness = Harness.from_card(card)
     composed = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)

@@ -11,6 +11,7 @@ import yaml
 
 from conftest import CARDS, ROOT
 from crosssim.card import load_card
+from crosssim.deployment import StatedDeployment
 from crosssim.errors import CardError
 from crosssim.families import PUSH_DV, opt_in_ladders
 from crosssim.runner.ladders import ladders_for
@@ -168,7 +169,7 @@ def test_actuator_net_rung_uses_the_named_model(tmp_path):
 def test_no_opt_in_family_without_a_deployment_asking(ant):
     card = load_card(ANT)
     assert list(ladders_for(card, ant)) == list(LADDERS)  # the default run's ladders, nothing more
-    asked = dataclasses.replace(card, deployment={"push": 5.0, "margins": ["noise:joint_vel", "dc_motor"]})
+    asked = dataclasses.replace(card, deployment=StatedDeployment(push=5.0, margins=("noise:joint_vel", "dc_motor")))
     ladders = ladders_for(asked, ant)
     assert list(ladders) == [*LADDERS, "push", "dc_motor", "noise:joint_vel"]
     assert ladders["push"].settings_at(1.0)["push_impulse"] == pytest.approx(PUSH_DV * ant.canonical.total_mass)

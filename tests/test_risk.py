@@ -10,6 +10,7 @@ import pytest
 
 from conftest import ROOT
 from crosssim.card import load_card
+from crosssim.deployment import StatedDeployment
 from crosssim.errors import CardError
 from crosssim.evaluate import crossval
 from crosssim.results import support_text
@@ -118,8 +119,8 @@ def test_a_support_just_under_the_threshold_never_reads_as_it():
 def test_tighter_deployment_gap_changes_the_verdict(card):
     rows = _rows(VISITED)
     # severity 5: the margin (0.81) is below a quarter of it (HIGH_BELOW 0.25); at severity 3 (0.27) it is medium
-    wide = dataclasses.replace(card, deployment={"motor_strength": 0.5})
-    narrow = dataclasses.replace(card, deployment={"motor_strength": 0.02, "motor_lag": 0.0})
+    wide = dataclasses.replace(card, deployment=StatedDeployment(motor_strength=0.5))
+    narrow = dataclasses.replace(card, deployment=StatedDeployment(motor_strength=0.02, motor_lag=0.0))
     assert risk_profile(rows, wide, ladders=LADDERS, reference="mujoco", resamples=20).verdict == "high"
     low = risk_profile(rows, narrow, ladders=LADDERS, reference="mujoco", resamples=20)
     assert low.verdict == "low", low.message
@@ -144,7 +145,8 @@ def test_deployment_section_in_card(tmp_path):
     raw["deployment"] = {"file": "robot-gap.yaml", "motor_strength": 0.15}
     (folder / "card.yaml").write_text(yaml.safe_dump(raw))
     card = load_card(folder / "card.yaml")
-    assert card.deployment == {"latency": 0.016, "friction": 0.5, "motor_strength": 0.15}
+    assert card.deployment.stated() == {"latency": 0.016, "friction": 0.5, "motor_strength": 0.15}
+    assert card.deployment.file == (folder / "robot-gap.yaml").resolve()
     raw["deployment"] = {"latncy": 0.02}
     (folder / "card.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(CardError, match=r"card.yaml: field 'deployment.latncy' is not known; did you mean 'deployment.latency'"):

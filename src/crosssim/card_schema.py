@@ -1,9 +1,9 @@
 """The structure of a version-1 policy card as a pydantic model: sections, keys and value types.
 
-``check_structure`` runs first on every card (crosssim.card.load_card), so an unknown key, a
-mapping where a number belongs or a missing required field is one line naming the card and the
-field path, with "did you mean" for a near miss; what a value *means* (ranges, modes, files,
-engines) is checked afterwards by crosssim.card. ``json_schema`` is the same model as a JSON
+``check_structure`` turns every card's YAML into this model, once (crosssim.card.load_card builds
+the Card from it), so an unknown key, a mapping where a number belongs or a missing required field
+is one line naming the card and the field path, with "did you mean" for a near miss; what a value
+*means* (ranges, files, the task's metrics) is checked while the Card is built (crosssim.card). ``json_schema`` is the same model as a JSON
 Schema for editors (``crosssim card schema``), and ``reference_rows`` the README's card reference.
 """
 
@@ -288,11 +288,12 @@ def _message(errors: list[dict]) -> str:
             f"got {type(value).__name__} {printable(repr(value), 60)}")
 
 
-def check_structure(raw: dict, where: Path) -> None:
-    """Raise CardError (one line: the card, the field path, the fix) when ``raw`` does not have the
-    structure of a version-1 card: unknown keys, wrong value types, missing required fields."""
+def check_structure(raw: dict, where: Path) -> CardModel:
+    """``raw`` (a card's YAML mapping) as the typed model; CardError (one line: the card, the field
+    path, the fix) when it does not have the structure of a version-1 card: unknown keys, wrong value
+    types, missing required fields. crosssim.card builds the Card from the model this returns."""
     try:
-        CardModel.model_validate(raw)
+        return CardModel.model_validate(raw)
     except ValidationError as exc:
         raise CardError(f"{where}: {_message(exc.errors(include_url=False))}") from None
 

@@ -9,7 +9,7 @@ documented default of the task's robot class applies (``DEFAULTS``).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from crosssim.errors import CardError
@@ -69,6 +69,38 @@ class DeploymentGap:
                 **{TERM_NOISE + t: v for t, v in (self.obs_noise_terms or {}).items()}}
 
 
+@dataclass(frozen=True)
+class StatedDeployment:
+    """What a card's ``deployment`` section states, checked and merged with the file it names (the
+    card's keys win). Each ``None`` is a key not stated: the robot class's default applies there
+    (``deployment_gap``); ``0`` is stated as "no gap"."""
+
+    file: Path | None = None
+    """The deployment file the section names, resolved; its keys are merged into the fields below."""
+    latency: float | None = None
+    latency_steps: float | None = None
+    motor_strength: float | None = None
+    motor_lag: float | None = None
+    obs_noise: float | None = None
+    friction: float | None = None
+    """The low end of a ``[low, high]`` range, at most 1."""
+    added_mass: float | None = None
+    push: float | None = None
+    motor_free_speed: float | None = None
+    actuator: str | None = None
+    """The actuator model file, resolved (relative to the file that named it)."""
+    obs_noise_terms: dict[str, float] | None = None
+    margins: tuple[str, ...] | None = None
+    uncertainty: dict[str, float] | None = None
+    calibration: dict | None = None
+    """How ``crosssim calibrate`` measured the values: kept as written, never read."""
+
+    def stated(self) -> dict:
+        """The stated keys (every key of KEYS but ``file`` that is not None) and their values."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "file"}
+        return {k: v for k, v in values.items() if v is not None}
+
+
 DEFAULTS: dict[str, DeploymentGap] = {
     "legged": DeploymentGap(motor_strength=0.1, motor_lag=0.01, latency=0.02, obs_noise=0.01, friction=0.6,
                             added_mass=0.1),
@@ -93,18 +125,18 @@ def _number(section: dict, key: str, where: str, low: float, high: float | None 
     return float(value)
 
 
-def parse_deployment(section, where: Path) -> dict:
-    """The card's ``deployment`` section, checked (CardError names the card and the field); the
-    file it names is read and merged under the card's own keys. Returns the merged keys."""
+def parse_deployment(section, where: Path) -> StatedDeployment:
+    """The card's ``deployment`` section (a mapping of KEYS), checked (CardError names the card and
+    the field); the file it names is read and merged under the card's own keys."""
     from crosssim.strictload import did_you_mean, load_yaml
 
     if not isinstance(section, dict):
         raise CardError(f"{where}: field 'deployment' must be a mapping (latency: 0.02, motor_strength: 0.1, ...)")
-    merged = {}
+    merged, file = {}, None
     if section.get("file") is not None:
         if not isinstance(section["file"], str):
             raise CardError(f"{where}: field 'deployment.file' must be a path to a YAML file")
-        path = (where.parent / section["file"]).resolve()
+        path = file = (where.parent / section["file"]).resolve()
         if not path.is_file():
             raise CardError(f"{where}: field 'deployment.file' points to {path}, which does not exist")
         try:
@@ -148,7 +180,7 @@ def parse_deployment(section, where: Path) -> dict:
                 out[key] = min(_number(merged, key, where, 0.01), 1.0)
         else:
             out[key] = _number(merged, key, where, *limits[key])
-    return out
+    return StatedDeployment(file=file, **out)
 
 
 def _opt_in(key: str, value, merged: dict, where: Path):
@@ -159,6 +191,8 @@ def _opt_in(key: str, value, merged: dict, where: Path):
             raise CardError(f"{field} must name an actuator model file (docs/actuators.md); {value!r} is not one")
         return value
     if key == "calibration":  # how a calibration got its numbers: kept as written, never read
+        if not isinstance(value, dict):
+            raise CardError(f"{field} must be a mapping (as crosssim calibrate writes it)")
         return value
     if key == "margins":
         from crosssim.families import family_key
@@ -195,7 +229,7 @@ def _harsh_end(stated: dict) -> dict:
 
 def deployment_gap(card, task) -> tuple[DeploymentGap, str]:
     """The gap the verdict uses and where it came from ("card" or "default for <class> robots")."""
-    stated = getattr(card, "deployment", None)
+    stated = card.deployment.stated()
     base = DEFAULTS[robot_class(task)]
     if not stated:
         return base, f"default for {robot_class(task)} robots (docs/risk.md)"

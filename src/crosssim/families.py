@@ -42,7 +42,8 @@ def family_key(name: str, where) -> str:
 
 
 def opt_in_ladders(deployment: dict | None, total_mass=None, where="card") -> dict[str, Ladder]:
-    """The opt-in ladders a card's (parsed) deployment asks for, by family name, in a fixed order.
+    """The opt-in ladders a card's deployment asks for (its stated keys, ``StatedDeployment.stated()``),
+    by family name, in a fixed order.
     ``total_mass``: a function giving the robot's mass [kg] (the push impulses), called only when
     a push family is asked for."""
     d = deployment or {}

@@ -194,10 +194,8 @@ def _in_own_folder(path: str, card_rel: str, top: str) -> bool:
 
 def _own_files(card) -> list[Path]:
     files = [card.policy_file]
-    obs = card.raw.get("observation")
-    norm = obs.get("normalize") if isinstance(obs, dict) else None
-    if isinstance(norm, dict) and isinstance(norm.get("file"), str):
-        files.append(card.path.parent / norm["file"])
+    if card.normalization_file is not None:
+        files.append(card.normalization_file)
     return [Path(f).absolute() for f in files]
 
 
@@ -211,7 +209,7 @@ def comparison_card(card, base_card, folder: Path) -> Path:
     physics timestep, task options and deployment gap (the world). Every path in it is absolute."""
     import yaml
 
-    raw = dict(card.raw)
+    raw, base_raw = card.as_written(), base_card.as_written()
     policy = dict(raw["policy"])
     if policy.get("format") != "callable":
         policy["file"] = str(card.policy_file)
@@ -221,8 +219,8 @@ def comparison_card(card, base_card, folder: Path) -> Path:
         raw["observation"] = {**obs, "normalize": _absolute(obs["normalize"], card.path.parent, ("file",))}
     for key in PHYSICAL_FIELDS:
         raw.pop(key, None)
-        if base_card.raw.get(key) is not None:
-            raw[key] = base_card.raw[key]
+        if base_raw.get(key) is not None:
+            raw[key] = base_raw[key]
     if base_card.robot is not None:
         raw["robot"] = base_card.robot  # resolved by load_card (a base tree file, or a packaged scene)
     if isinstance(raw.get("deployment"), dict):
@@ -239,11 +237,10 @@ def _physical_files(card, top: Path) -> set[str]:
     from crosssim.runner.inputs import scene_files
 
     files = set(scene_files(Path(card.robot)) if card.robot else [])
-    deployment = card.raw.get("deployment")
-    if isinstance(deployment, dict) and isinstance(deployment.get("file"), str):
-        files.add((card.path.parent / deployment["file"]).resolve())
-    if isinstance(card.deployment.get("actuator"), str):
-        files.add(Path(card.deployment["actuator"]).resolve())
+    if card.deployment.file is not None:
+        files.add(card.deployment.file)
+    if card.deployment.actuator is not None:
+        files.add(Path(card.deployment.actuator).resolve())
     return {_rel(f, top) for f in files if Path(f).is_relative_to(top)}
 
 
@@ -272,7 +269,8 @@ def _field_view(card, top: Path) -> dict:
         return value
 
     return {"task": card.task, "robot": rel(card.robot), "physics_timestep": card.physics_timestep,
-            "task_options": card.task_options, "deployment": {k: rel(v) for k, v in card.deployment.items()}}
+            "task_options": dict(card.task_options),
+            "deployment": {k: rel(v) for k, v in card.deployment.stated().items()}}
 
 
 def physical_changes(card, base_card, base) -> tuple[str, ...]:

@@ -280,7 +280,7 @@ def train(logs: str | Path, card_path: str | Path, out: str | Path, config: Trai
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     torch.jit.save(module, str(out / "policy.pt"))
-    raw = _relocated(dict(card.raw), card.path.parent, out)
+    raw = _relocated(card.as_written(), card.path.parent, out)
     raw["name"] = out.name
     raw["policy"] = {"file": "policy.pt", "format": "torchscript"}
     raw.pop("claimed", None)

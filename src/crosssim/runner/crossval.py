@@ -210,8 +210,8 @@ def plan_crossval(config: CrossvalConfig) -> Plan:
         if load_profile(e).engine not in registered_engines():
             raise CrossSimError(f"unknown engine {e!r}; known: {sorted(registered_engines())} (see `crosssim engines`)")
         check_variant(load_profile(e).variant.harness)  # actuator file and free speed, before any worker
-    if card.deployment.get("actuator"):  # the card's own net (a pull request's): checked in the sandbox too
-        check_file(card.deployment["actuator"])
+    if card.deployment.actuator:  # the card's own net (a pull request's): checked in the sandbox too
+        check_file(card.deployment.actuator)
     harness = Harness.from_card(card)
     if config.quick and requested_steps is None:
         # --quick caps: a task whose own limit is shorter (Reacher's 50 steps, a 5 s Locomotion

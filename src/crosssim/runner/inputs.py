@@ -72,23 +72,15 @@ def scene_files(scene: Path | None) -> list[Path]:
     return list(seen)
 
 
-def _norm_file(card) -> Path | None:
-    obs = card.raw.get("observation")
-    norm = obs.get("normalize") if isinstance(obs, dict) else None
-    file = norm.get("file") if isinstance(norm, dict) else None
-    return card.path.parent / file if isinstance(file, str) else None
-
-
 def card_files(card) -> set[Path]:
     """Resolved paths of every file the card makes a run read (its task's default scene aside)."""
     files = {card.path.resolve(), card.policy_file.resolve()}
     if card.policy_file.is_dir():  # an RLlib checkpoint: every file in it (a symlink shows its target)
         files.update(f.resolve() for f in card.policy_file.rglob("*") if f.is_file())
-    if _norm_file(card) is not None:
-        files.add(_norm_file(card).resolve())
-    deployment = card.raw.get("deployment")
-    if isinstance(deployment, dict) and isinstance(deployment.get("file"), str):  # crosssim.deployment
-        files.add((card.path.parent / deployment["file"]).resolve())
+    if card.normalization_file is not None:
+        files.add(card.normalization_file.resolve())
+    if card.deployment.file is not None:  # resolved by crosssim.deployment
+        files.add(card.deployment.file)
     if card.robot:
         files.update(scene_files(Path(card.robot)))
     return files
@@ -105,8 +97,8 @@ def inputs_digest(card, scene: Path | None) -> dict[str, str]:
             h.update(repr([float(x) for x in part]).encode())
         h.update(repr((float(norm.clip), float(norm.epsilon))).encode())
         out["normalization"] = h.hexdigest()
-    if _norm_file(card) is not None:
-        out["normalization_file"] = path_digest(_norm_file(card))
+    if card.normalization_file is not None:
+        out["normalization_file"] = path_digest(card.normalization_file)
     h = hashlib.sha256()
     files = scene_files(scene)
     if files:

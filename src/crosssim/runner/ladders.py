@@ -25,4 +25,4 @@ def ladders_for(card, harness=None) -> dict[str, Ladder]:
                             "fixed: remove deployment.push (or push from deployment.margins)")
         return harness.canonical.total_mass
 
-    return {**sweep.LADDERS, **opt_in_ladders(getattr(card, "deployment", None), mass, getattr(card, "path", "card"))}
+    return {**sweep.LADDERS, **opt_in_ladders(card.deployment.stated(), mass, card.path)}
