@@ -15,6 +15,7 @@ import numpy as np
 from crosssim.contacts import geom_world_friction
 from crosssim.errors import CrossSimError
 from crosssim.limits import check_model_files
+from crosssim.mujoco_log import route as route_mujoco_log
 
 GYMNASIUM_PREFIX = "gymnasium:"
 
@@ -160,6 +161,8 @@ def load_mujoco_model(path: Path):
 def _parsed(path: str, mtime_ns: int, size: int, assets: tuple = (), includes: tuple = ()):
     import mujoco
 
+    route_mujoco_log()
+
     from crosssim import model_cache
 
     cached, key = model_cache.load_cached(Path(path), list(assets), list(includes))
@@ -184,6 +187,8 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
     """The canonical parameters of an already compiled ``MjModel`` of scene ``path`` (e.g. one
     with a variant applied: engines audit against the model they were built from)."""
     import mujoco
+
+    route_mujoco_log()
 
     name = lambda obj, i: element_name(m, obj, i)  # noqa: E731
     types = {int(mujoco.mjtJoint.mjJNT_HINGE): "hinge", int(mujoco.mjtJoint.mjJNT_SLIDE): "slide"}
@@ -265,6 +270,8 @@ def element_name(m, obj, i: int) -> str:
     (humanoid-gym's XBot-L base) is the same joint everywhere. A synthesised name that an element of
     the same kind already carries gets ``#`` appended until it is free."""
     import mujoco
+
+    route_mujoco_log()
 
     own = mujoco.mj_id2name(m, obj, i)
     if own is not None:

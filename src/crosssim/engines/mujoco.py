@@ -16,8 +16,11 @@ from crosssim.engines.contract import EngineBase
 from crosssim.engines.settings import EngineProfile, MuJoCoSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame
+from crosssim.mujoco_log import route as route_mujoco_log
 from crosssim.scene import CanonicalModel
 from crosssim.variant import CompiledModel
+
+route_mujoco_log()  # MuJoCo's warnings to logging, never MUJOCO_LOG.TXT in the user's folder
 
 
 BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
