@@ -28,6 +28,51 @@ def crossval(config: CrossvalConfig, *, progress=None) -> CrossvalRun:
     return run(plan_crossval(config), progress=progress)
 
 
+def _until_decided(plan: Plan, got, summary: RunSummary, progress) -> RunSummary:
+    """Sequential allocation: while the rehearsal's class is not decided (its bootstrap support
+    under DECIDED_SUPPORT), run ``--episodes`` more nominal and rehearsal episodes per engine,
+    until decided or the budget (``--max-episodes``) ends; the rehearsal says which, stage by stage.
+    Rows and summary are those of all stages (stored again after each)."""
+    from crosssim.rehearsal import DECIDED_SUPPORT
+    from crosssim.runner.crossval import next_stage
+    from crosssim.verdict import summarize
+
+    stages, decided, final = [], None, plan
+    while summary.risk is not None:
+        reh = summary.risk.rehearsal
+        if reh is not None:
+            verdict, support = reh.verdict, float(reh.support.get(reh.verdict, 0.0))
+        elif summary.risk.harness_check.status == "undecided":  # too few episodes to tell if it does its task
+            verdict, support = "unknown", 0.0
+        else:
+            break
+        stages.append({"episodes": len(final.episodes), "verdict": verdict, "support": round(support, 3)})
+        if support >= DECIDED_SUPPORT:
+            decided = True
+            break
+        later = next_stage(plan, len(final.episodes))
+        if later is None:
+            decided = False
+            break
+        if progress:
+            for engine in plan.config.engines:
+                progress(engine, 0, 0, {"failure": None, "status": f"{len(later.episodes)} more episodes: the class is "
+                                        f"not decided yet ({verdict}, support {support:.0%} < "
+                                        f"{DECIDED_SUPPORT:.0%})"})
+        got.merge(execute(later, progress=progress))
+        episodes = final.episodes + later.episodes
+        final = dataclasses.replace(plan, episodes=episodes,
+                                    config=dataclasses.replace(plan.config, episodes=len(episodes)))
+        summary = summarize(final, store(final, got), got)
+    if not stages or summary.risk is None or summary.risk.rehearsal is None:
+        return summary
+    from crosssim.rehearsal import stages_text
+
+    reh = dataclasses.replace(summary.risk.rehearsal, stages=stages, decided=decided)
+    message = summary.risk.message + f"; {stages_text(stages, decided)}"
+    return dataclasses.replace(summary, risk=dataclasses.replace(summary.risk, rehearsal=reh, message=message))
+
+
 def run(plan: Plan, *, progress=None) -> CrossvalRun:
     """Execute ``plan`` and store its rows, give the verdict, add the REAL section when the config
     names logs, then write report.html when ``config.report``."""
@@ -41,6 +86,7 @@ def run(plan: Plan, *, progress=None) -> CrossvalRun:
         logs = read_logs(config.real, plan.harness)  # checked against the run's harness; LogError names the file
     got = execute(plan, progress=progress)
     summary = summarize(plan, store(plan, got), got)
+    summary = _until_decided(plan, got, summary, progress)
     folder.write_summary(summary)
     if logs is not None:
         from crosssim.real.compare import real_section

@@ -35,6 +35,9 @@ LOSS_BANDS = (("low", 0.05), ("medium", 0.20))
 FAILURE_BANDS = (("low", 0.02), ("medium", 0.10))
 """Largest share of episodes ending early at the expected gap for each class (above: high)."""
 ORDER = ("high", "medium", "low")
+DECIDED_SUPPORT = 0.95
+"""A class is decided when this share of the bootstrap resamples gives it (crosssim.evaluate
+adds episodes until then, within the budget)."""
 _SEED_SALT = 0x72656873
 """Separates the reality draw from every other random stream of an episode."""
 
@@ -281,3 +284,16 @@ def _margin(df, values, ok, reference: str, sweep_episodes: list[int]) -> tuple[
         return float("nan"), False, points
     margin, censored = joint_margin(points, badness(0.0, nominal_fail))
     return margin, censored, sorted(points)
+
+
+def stages_text(stages: list[dict], decided: bool | None) -> str:
+    """How sequential allocation ended, in words (empty when it did not judge)."""
+    if decided is None or not stages:
+        return ""
+    last = stages[-1]
+    path = " -> ".join(f"{s['episodes']}: {s['verdict']} {100 * s['support']:.0f}%" for s in stages)
+    if decided:
+        return (f"class decided at {last['episodes']} episodes per engine (support {100 * last['support']:.0f}% >= "
+                f"{100 * DECIDED_SUPPORT:.0f}%{'; stages ' + path if len(stages) > 1 else ''})")
+    return (f"class NOT decided within the budget of {last['episodes']} episodes per engine (stages {path}): "
+            f"{last['verdict']} is the best estimate; raise --max-episodes to decide it")

@@ -284,6 +284,12 @@ class Rehearsal:
     i.e. what eats the headroom."""
     bands: dict[str, list[tuple[str, float]]]
     """The class bands used: {"loss": [(class, max)], "failure": [(class, max)]}."""
+    stages: list[dict] = dataclasses.field(default_factory=list)
+    """Sequential allocation (crosssim.evaluate): one entry per stage, {"episodes": per engine
+    after it, "verdict", "support": the verdict's share of the bootstrap}; empty for one stage."""
+    decided: bool | None = None
+    """True when the class's support reached DECIDED_SUPPORT, False when the episode budget ended
+    first (the class is then the best estimate, said as such); None when not judged."""
 
 
 @dataclass(frozen=True)

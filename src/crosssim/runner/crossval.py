@@ -87,6 +87,12 @@ class CrossvalConfig:
                    "~/.cache/crosssim/rows (never inside the checkout).")
     risk: bool = option(True, off="Nominal runs only: no perturbation sweeps, no transfer-risk profile.",
                         help="Run the perturbation sweeps and compute the transfer-risk profile (docs/risk.md).")
+    max_episodes: int | None = option(
+        None, parse=options.whole(1),
+        help="Episode budget per engine for the verdict: while the rehearsal's class is not decided (its "
+             "bootstrap support under 95 %), --episodes more nominal and rehearsal episodes run, up to this many "
+             "(default: 3 x --episodes; equal to --episodes: one stage). The output says whether the class was "
+             "decided or the budget ended.")
     sweep_episodes: int = option(
         4, parse=options.whole(1),
         help="Episodes per visited sweep rung (the first ones of --episodes, so every rung is paired with nominal "
@@ -172,6 +178,21 @@ class Plan:
                          self.conditions, skip, c.batch, log=str(self.folder.worker_log(engine)),
                          sweeps=self.sweeps, sweep_episodes=self.sweep_episodes, metric=self.metric,
                          fraction=c.pass_fraction, known=known)
+
+
+def next_stage(plan: Plan, done: int) -> Plan | None:
+    """The plan of the next sequential stage after ``done`` episodes per engine: ``--episodes`` more
+    (seeds continuing), nominal and rehearsal only (the sweeps ran in the first stage), the same
+    batch size (so the cache's batch field stays true), nothing recorded; None when the budget
+    (``--max-episodes``, default 3x) has no room for a whole stage, or with --quick or --no-risk."""
+    import dataclasses
+
+    c = plan.config
+    budget = c.max_episodes if c.max_episodes is not None else 3 * c.episodes
+    if c.quick or not c.risk or not plan.rehearsal or done + c.episodes > budget:
+        return None
+    return dataclasses.replace(plan, config=dataclasses.replace(c, record=False), policy=None, ladders={},
+                               rehearsal=(), episodes=tuple((i, c.seed + i) for i in range(done, done + c.episodes)))
 
 
 def quick_config(config: CrossvalConfig) -> CrossvalConfig:
@@ -279,6 +300,15 @@ class Collected:
         done = {(r.condition, r.episode) for r in self.rows[job.profile]}
         self.rows[job.profile] += [EpisodeRow.failed(policy, job.profile, c, i, s, reason)
                                    for c, i, s in job.units() if (c, i) not in done]
+
+    def merge(self, other: "Collected") -> None:
+        """Add a later stage's rows (other episodes of the same engines) and side results."""
+        for e, rows in other.rows.items():
+            self.rows.setdefault(e, []).extend(rows)
+        self.errors.update(other.errors)
+        for e, res in other.resources.items():
+            mine = self.resources.get(e) or {}
+            self.resources[e] = {k: max(v, mine.get(k, v)) for k, v in res.items()}
 
     def ordered(self, engines, conditions) -> list[EpisodeRow]:
         """Engine by engine (run order), then condition (plan order), then episode."""
