@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -400,7 +401,8 @@ def _sweep_units(job: EngineJob) -> int:
 
 def _startup_status(profile: str) -> str | None:
     """What a worker of ``profile`` will spend its first minutes on, when that is worth saying: Warp
-    compiles Newton's kernels once per Warp version into its cache (about two minutes on a CPU)."""
+    compiles Newton's kernels once per Warp version into its cache (3 to 6 minutes on two busy
+    cores: 5 min 38 s measured for the G1 card; ``execute`` says the elapsed time when it ends)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from crosssim.profiles import load_profile
@@ -412,7 +414,7 @@ def _startup_status(profile: str) -> str | None:
         cold = not any((folder / version("warp-lang")).glob("*"))
     except (CrossSimError, PackageNotFoundError, OSError):
         return None
-    return "compiling Warp kernels (once; about 2 min)" if cold else None
+    return "compiling Warp kernels (once per Warp version; 3-6 min on a 2-core machine)" if cold else None
 
 
 def execute(plan: Plan, *, progress=None) -> Collected:
@@ -420,6 +422,7 @@ def execute(plan: Plan, *, progress=None) -> Collected:
     config, name = plan.config, plan.card.name
     got = Collected(rows={e: [] for e in config.engines})
     jobs, cached_rungs = _from_cache(plan, got)
+    waiting: dict[str, float] = {}  # engines whose first row waits on a stated start-up, since when
     if progress:  # each engine's count starts at its cached rows; a cold Warp cache is said before the wait
         for job in jobs:
             total = len(job.units()) + len(job.skip) + _sweep_units(job)
@@ -428,10 +431,16 @@ def execute(plan: Plan, *, progress=None) -> Collected:
             status = _startup_status(job.profile)
             if status and (job.units() or job.sweeps):
                 progress(job.profile, len(job.skip), total, {"failure": None, "status": status})
+                waiting[job.profile] = time.monotonic()
 
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile
         total = len(job.units()) + len(job.skip) + _sweep_units(job)  # got.rows[e] holds the cached rows too
+        if e in waiting and kind in ("row", "progress"):  # the start-up said before the wait is over
+            s = time.monotonic() - waiting.pop(e)
+            took = f"{int(s // 60)} min {s % 60:.0f} s" if s >= 60 else f"{s:.0f} s"
+            progress(e, len(got.rows[e]), total, {"failure": None,
+                                                  "status": f"start-up done in {took} (Warp kernels compiled and cached)"})
         if kind == "row":
             if plan.cache:
                 plan.cache.put(plan.cache_key(e, payload["condition"], payload["seed"]), payload)
