@@ -257,11 +257,15 @@ def plan_crossval(config: CrossvalConfig) -> Plan:
         if rehearsal:  # every episode also runs once under a reality drawn from the deployment distribution
             conditions += ((REHEARSAL, rehearsal_fields(rehearsal)),)
     return Plan(config=config, card=card, harness=harness, folder=folder, conditions=conditions,
-                episodes=episodes, cache=_cache(card, harness, config), ladders=ladders,
+                episodes=episodes, ladders=ladders,
+                cache=_cache(card, harness, config, batchable=bool(getattr(policy, "batchable", False))),
                 metric=card.metric or harness.task.primary_metric, policy=policy, rehearsal=rehearsal)
 
 
-def _cache(card: Card, harness: Harness, config: CrossvalConfig):
+def _cache(card: Card, harness: Harness, config: CrossvalConfig, *, batchable: bool):
+    """The row cache; its batch field is the batch size where lockstep changes the numbers (a
+    policy that cannot batch runs one at a time whatever the flag: its rows resume across
+    --episodes counts)."""
     if not config.cache:
         return None
     from crosssim.profiles import flat_settings, load_profile
@@ -276,7 +280,7 @@ def _cache(card: Card, harness: Harness, config: CrossvalConfig):
             profiles[e] = None
     return ResultCache(config.cache_dir or default_root(), card=card, scene=harness.scene, max_steps=config.max_steps,
                        trust=config.trust_policy_code, profiles=profiles,
-                       batch=config.episodes if config.batch else 0)
+                       batch=config.episodes if config.batch and batchable else 0)
 
 
 @dataclass
