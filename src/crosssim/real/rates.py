@@ -210,8 +210,7 @@ def _fix(harness, t: dict, k: int | None) -> dict:
     r = t.get("factor", t["ratio"])  # a named unit mistake: its exact factor
     if k is None:
         return {**t, "fix": f"the log's gyro.* columns are {t['ratio']:.4g}x the base's rate: write them in rad/s (x {1 / r:.4g}"
-                            "; `logs convert` with a layout whose gyro unit is deg/s does it), then check the policy's "
-                            "own input (below)"}
+                            " when writing or converting the log), then check the policy's own input (below)"}
     card = harness.card
     old = np.asarray(card.observation.terms[k].scale, dtype=float) if card is not None else np.asarray(1.0)
     new = old * r
