@@ -234,14 +234,14 @@ def rank_suspects(card, policy, *, engine: str = "mujoco", episodes: int = SUSPE
     return SuspectRanking(targets, baseline, scores, _cost(len(scores), episodes, steps, engine))
 
 
-def _score_suspects(card, base: float, score) -> tuple[SuspectScore, ...]:
-    """Every suspect fix of ``card``, best first, by the share of ``base`` (the card as written's
-    distance or error) it removes; ``score(harness)`` gives (values shown, distance). A fix the
-    harness cannot build explains nothing and is left out."""
+def _score_suspects(card, base: float, score, extra=()) -> tuple[SuspectScore, ...]:
+    """Every suspect fix of ``card`` (and the ``extra`` (label, card) ones), best first, by the
+    share of ``base`` (the card as written's distance or error) it removes; ``score(harness)``
+    gives (values shown, distance). A fix the harness cannot build explains nothing and is left out."""
     from crosssim.runner.harness import Harness
 
     scores = []
-    for label, fixed in suspects(card):
+    for label, fixed in suspects(card) + list(extra):
         try:
             values, d = score(Harness.from_card(fixed))
         except Exception:  # noqa: BLE001 - a fix the harness cannot build explains nothing
@@ -286,12 +286,53 @@ def rank_log_suspects(card, logs) -> SuspectRanking | None:
         e = error(h)
         return {"input error": e}, e
 
-    base = error(Harness.from_card(card))
-    scores = _score_suspects(card, base, score)
+    harness = Harness.from_card(card)
+    base = error(harness)
+    scores = _score_suspects(card, base, score, _measured_scales(card, harness, with_obs))
     rows = sum(len(log.as_logged) for log in with_obs)
     cost = (f"{len(scores)} suspects + the card as written, inputs rebuilt from {len(with_obs)} logs "
             f"({rows} rows), no simulation")
     return SuspectRanking({"input error": 0.0}, {"input error": base}, scores, cost)
+
+
+FIXED_SCALES = (-1.0, 0.0, 2.0, 0.5)
+"""The scale factors ``suspects`` tries on every term."""
+
+
+def _measured_scales(card, harness, logs) -> list[tuple[str, object]]:
+    """(label, card) with each observation term's scale multiplied by the factor the logs show
+    (crosssim.real.conformance.compare_term: a term fed x 57.3 or x 0.1 is no fixed suspect's x2
+    or x0.5), for terms whose logged inputs are a scale of the rebuilt ones."""
+    from dataclasses import replace
+
+    from crosssim.observations import TermSpec
+    from crosssim.real.conformance import compare_term, rebuild
+    from crosssim.real.terms import log_group
+
+    per: dict[int, tuple[list, list]] = {}
+    names: list[str] = []
+    for log in logs:
+        names, rebuilt, logged = rebuild(harness, log)
+        for k, name in enumerate(names):
+            need = log_group(harness, name)
+            if need is None or getattr(log, need) is not None:
+                per.setdefault(k, ([], []))
+                per[k][0].append(logged[k])
+                per[k][1].append(rebuilt[k])
+    out, o = [], card.observation
+    for k, (logged, rebuilt) in sorted(per.items()):
+        if k >= len(o.terms):
+            continue
+        t = compare_term(names[k], np.concatenate(logged), np.concatenate(rebuilt))
+        if "scale" not in t["status"] or any(abs(t["scale"] - f) <= 0.03 * max(abs(f), 1.0) for f in FIXED_SCALES):
+            continue  # a fixed suspect (sign, x2, x0.5, zeroed) tries it already
+        term = o.terms[k]
+        changed = list(o.terms)
+        changed[k] = TermSpec(term.name, np.asarray(term.scale, dtype=float) * t["scale"], term.clip, term.options)
+        hint = f" ({t['hint']})" if t.get("hint") else ""
+        out.append((f"observation.terms[{k}] ({term.name}) scale x{t['scale']:.4g}{hint}",
+                    replace(card, observation=replace(o, terms=tuple(changed)))))
+    return out
 
 
 def suspect_hint(plan, reference: str) -> str:

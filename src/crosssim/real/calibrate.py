@@ -54,6 +54,38 @@ PARAMS = {p.name: p for p in (
     Param("latency", "action_latency", 0, 4, nominal=0, integer=True,
           doc="action delay [control steps], refined to physics steps (action_latency + action_delay)"),
 )}
+PLAUSIBLE = {"motor_strength": (0.6, 1.25), "friction": (0.3, 2.0), "mass": (0.7, 1.5), "motor_lag": (0.0, 0.05)}
+"""Physical ranges of a fit a robot can have, beyond which a value is not a measurement but
+compensation for something the twin lacks (issue 37: motors fitted 1.81x stronger than their
+specification). motor_strength: a motor within -40 / +25 % of its torque constant (wear,
+temperature, supply voltage; above that it is not the motor); friction: rubber-like feet on
+floors; mass: a robot is weighed to better than 30 %; motor_lag: above 50 ms it is a delay.
+Other parameters: their search bounds (``Param.low`` / ``high``)."""
+NEAR_BOUND = 0.03
+"""A fit within this share of its search range from a bound is "at its bound" (the true value may
+lie beyond: issue 37's armature and dry friction ended within 3 % of their x5 bounds). A lower
+bound of 0 (no lag, no dry friction) is a physical value, not a bound."""
+
+
+def implausible(fit: "Fit") -> dict[str, str]:
+    """Per fitted parameter that is no plausible measurement: why (at or near a search bound, or
+    outside its physical range, PLAUSIBLE)."""
+    out = {}
+    for p in fit.params:
+        if p.integer:
+            continue
+        x, span = float(fit.fitted[p.name]), p.high - p.low
+        lo, hi = PLAUSIBLE.get(p.name, (p.low, p.high))
+        if x < lo or x > hi:
+            out[p.name] = f"{x:.3g} is outside its physical range [{lo:g}, {hi:g}]: the fit compensates for " \
+                          "something the model lacks"
+        elif x - p.low < NEAR_BOUND * span and p.low != 0:
+            out[p.name] = f"{x:.3g} is at its lower search bound {p.low:g}: the value may lie beyond"
+        elif p.high - x < NEAR_BOUND * span:
+            out[p.name] = f"{x:.3g} is at its upper search bound {p.high:g}: the value may lie beyond"
+    return out
+
+
 ABSOLUTE = {"damping": ("joint_damping", "joint_damping"), "armature": ("joint_armature", "joint_armature"),
             "frictionloss": ("joint_frictionloss", "joint_frictionloss")}
 """A scale of a joint parameter the model does not have (all zero) is a no-op: calibrate the
@@ -647,6 +679,8 @@ def format_fit(fit: Fit) -> str:
         lines.append("  error by latency [control steps]: " +
                      ", ".join(f"{k}: {v:.4f}" for k, v in sorted(fit.latency_error.items())))
     lines += [f"  ! {f}" for f in fit.findings]
+    lines += [f"  ! {name}: implausible fit: {why}; not written as a deployment gap"
+              for name, why in implausible(fit).items()]
     return "\n".join(lines)
 
 
@@ -665,6 +699,7 @@ def write_profile(fit: Fit, path) -> "Path":
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    odd = implausible(fit)
     record = {
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "from_profile": fit.base.name, "method": fit.method, "logs": fit.logs, "segment_s": fit.segment_s,
@@ -675,7 +710,8 @@ def write_profile(fit: Fit, path) -> "Path":
                                 "bootstrap_sd": (round(fit.bootstrap[p.name], 6) if p.name in fit.bootstrap
                                                  else None),
                                 "identified": p.name not in fit.unidentified,
-                                "written": p.name not in fit.unidentified} for p in fit.params},
+                                "written": p.name not in fit.unidentified,
+                                "implausible": odd.get(p.name)} for p in fit.params},
         "delay_steps": fit.delay, "delay_range_steps": list(fit.delay_range) if fit.delay_range else None,
         "findings": fit.findings,
     }

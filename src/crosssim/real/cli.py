@@ -34,7 +34,6 @@ def cmd_validate(args) -> int:
     """Every problem of every log, one line each; with a card, also the joint order, period,
     sizes, and the deployment conformance of the logged policy inputs (term by term)."""
     from crosssim.errors import CrossSimError
-    from crosssim.real.conformance import conformance, format_conformance
     from crosssim.real.logs import check_against, find_logs, validate
 
     failed = 0
@@ -64,16 +63,30 @@ def cmd_validate(args) -> int:
                   + (f"; also {', '.join(extra)}" if extra else "") + f"; {log.timing.describe()}"
                   + (f"; action delay {log.action_delay:g} steps" if log.action_delay else "")
                   + ("; dry run: actions not applied" if not log.applied else "") + ")")
-            if harness is not None and log.obs is not None:
-                try:
-                    result = conformance(harness, [log])
-                except Exception as exc:  # a plugin term's own error types included
-                    print(f"{path}: deployment conformance not checked ({type(exc).__name__}: {str(exc)[:200]})")
-                    result = None
-                if result is not None:
-                    print(f"{path}: " + format_conformance(result))
-                    failed += not result["ok"]
+            if harness is not None:
+                failed += not _input_checks(harness, log, path)
     return EXIT_ERROR if failed else EXIT_OK
+
+
+def _input_checks(harness, log, path) -> bool:
+    """Print the deployment conformance of ``log``'s inputs and the angular-rate cross-check, each
+    finding with its fix; False on a finding."""
+    from crosssim.real.conformance import conformance, format_conformance
+    from crosssim.real.rates import format_rates, rate_checks
+
+    ok = True
+    for name, check, fmt in (("deployment conformance", conformance, format_conformance),
+                             ("angular rates", rate_checks, format_rates)):
+        try:
+            result = check(harness, [log])
+        except Exception as exc:  # a plugin term's own error types included
+            print(f"{path}: {name} not checked ({type(exc).__name__}: {str(exc)[:200]})")
+            continue
+        if result is None:
+            continue
+        print(f"{path}: " + fmt(result))
+        ok = ok and result["ok"]
+    return ok
 
 
 def cmd_convert(args) -> int:

@@ -246,6 +246,7 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
     from crosssim.policies import load_policy
     from crosssim.profiles import load_profile
     from crosssim.real.conformance import conformance
+    from crosssim.real.rates import rate_checks
     from crosssim.runner.harness import Harness
     from crosssim.runner.simulator import open_engine
 
@@ -259,6 +260,7 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
                         if applied else float("nan")},
                "timing": {log.name: log.timing.as_dict() for log in logs if log.timing is not None},
                "policy_check": policy_check(policy, logs), "conformance": _conformance(conformance, harness, logs),
+               "rates": _conformance(rate_checks, harness, logs),
                "engines": {}}
     for name in engines:
         try:
@@ -336,5 +338,12 @@ def format_real(section: dict) -> str:
         from crosssim.real.conformance import format_conformance
 
         lines.append(format_conformance(conf))
+    rates = section.get("rates")
+    if rates and "error" in rates:
+        lines.append(f"angular rates: not checked ({rates['error']})")
+    elif rates:
+        from crosssim.real.rates import format_rates
+
+        lines.append(format_rates(rates))
     lines.append("(orientation error: closed loop, whole log)")
     return "\n".join(lines)

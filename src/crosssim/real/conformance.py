@@ -96,7 +96,54 @@ def rebuild(harness, log: RealLog) -> tuple[list[str], list[np.ndarray], list[np
     names = [t.name for t in builder.terms]
     rebuilt = [np.array([r[t] for r in rows]) for t in range(len(names))]
     logged = _latest(log.obs, [r.shape[1] for r in rebuilt], builder.history, builder.layout)
+    if not declares_previous_action(log):  # row 0's previous action is whatever the robot held: unknown
+        for k, name in enumerate(names):
+            if name in PREVIOUS_ACTION_TERMS and len(rebuilt[k]) > 1:
+                rebuilt[k], logged[k] = rebuilt[k][1:], logged[k][1:]
     return names, rebuilt, logged
+
+
+PREVIOUS_ACTION_TERMS = ("last_action",)
+"""Terms that read the previous action: on row 0 that is the action in force before the log
+(the sidecar's ``previous_action``). A robot's controller often holds a leftover action there
+(the last run's, a standing controller's), which a log rarely records: without a declared
+``previous_action`` row 0 of these terms is not compared (rows 1.. are: each holds the row
+before's logged action)."""
+
+
+def declares_previous_action(log: RealLog) -> bool:
+    """True when the log's sidecar states ``previous_action`` (else crosssim assumes zeros in replays)."""
+    return log.meta.get("previous_action") is not None
+
+
+def implied_previous_action(harness, log: RealLog) -> np.ndarray | None:
+    """The raw previous action row 0's logged ``last_action`` input implies (the logged value over
+    the term's scale), or None when the card has no such term, the log no inputs, or the scale or
+    clip cannot be undone."""
+    observer = harness.observer()
+    builder = observer.builder
+    log = log.as_logged
+    if builder is None or log.obs is None:
+        return None
+    names = [t.name for t in builder.terms]
+    if "last_action" not in names:
+        return None
+    sizes = [harness.action_size if t.name == "last_action" else None for t in builder.terms]
+    if any(s is None for s in sizes):  # other terms' widths come from a rebuilt row
+        frame = _frame(log, harness, 0)
+        ctx = observer.ctx
+        ctx.command = log.command[0] if log.command is not None else np.zeros(3)
+        ctx.last_action = np.zeros(harness.action_size)
+        sizes = [p.shape[0] for p in builder.single(frame, ctx)]
+    k = names.index("last_action")
+    spec = builder.terms[k]
+    value = _latest(log.obs[:1], sizes, builder.history, builder.layout)[k][0]
+    scale = np.broadcast_to(np.asarray(spec.scale, dtype=float), value.shape)
+    if np.any(np.abs(scale) < 1e-12):
+        return None
+    if spec.clip is not None and np.any(np.isclose(value, spec.clip[0]) | np.isclose(value, spec.clip[1])):
+        return None
+    return value / scale
 
 
 def _hint(scale: float) -> str | None:
@@ -164,8 +211,52 @@ def _compare(harness, logs: list[RealLog]) -> list[dict]:
         if need is not None and any(getattr(log, need) is None for log in logs):
             terms.append({"term": name, "status": "not checked", "why": f"the logs have no '{need}' columns"})
             continue
-        terms.append(compare_term(name, np.concatenate(per[k][0]), np.concatenate(per[k][1])))
+        t = compare_term(name, np.concatenate(per[k][0]), np.concatenate(per[k][1]))
+        if name in PREVIOUS_ACTION_TERMS and t["status"] != "ok":
+            t = _declared_first_row(harness, logs, name, per[k], t)
+        terms.append(_with_fix(harness, k, t))
     return terms
+
+
+def _declared_first_row(harness, logs: list[RealLog], name: str, pairs: tuple[list, list], t: dict) -> dict:
+    """``t`` (a previous-action term that does not match) as a ``previous_action`` finding when
+    only row 0 of the logs that declare one differs: the sidecar states another previous action
+    than the one the robot's policy saw."""
+    declared = [declares_previous_action(log) for log in logs]
+    if not any(declared):
+        return t
+    rest = compare_term(name, np.concatenate([lg[1:] if d else lg for lg, d in zip(pairs[0], declared)]),
+                        np.concatenate([r[1:] if d else r for r, d in zip(pairs[1], declared)]))
+    if rest["status"] != "ok":
+        return t
+    implied = {log.name: implied_previous_action(harness, log) for log, d in zip(logs, declared) if d}
+    return {**t, "status": "previous_action",
+            "implied": {n: None if v is None else [round(float(x), 6) for x in v] for n, v in implied.items()}}
+
+
+def _with_fix(harness, k: int, t: dict) -> dict:
+    """``t`` with the change that removes its finding (``fix``), where one is known."""
+    status, card = t["status"], harness.card
+    if status == "previous_action":
+        implied = next(iter(t["implied"].values()), None)
+        value = f"{implied}" if implied is not None else "the action the policy held before the log"
+        return {**t, "fix": f"sidecar: previous_action: {value} (what row 0's input shows), or leave the field out "
+                            "(row 0 is then not compared)"}
+    if "scale" in status and card is not None and k < len(card.observation.terms):
+        spec = card.observation.terms[k]
+        old = np.asarray(spec.scale, dtype=float)
+        new = old * t["scale"]
+        fmt = (lambda v: f"{float(v):.6g}") if old.ndim == 0 else (lambda v: "[" + ", ".join(f"{x:.6g}" for x in v) + "]")
+        return {**t, "fix": f"the deployment feeds the policy {t['scale']:.4g}x the card's value: fix the "
+                            f"deployment, or to simulate it as deployed, card observation.terms[{k}] ({t['term']}) "
+                            f"scale: {fmt(old)} -> {fmt(new)}"}
+    if "order" in status:
+        return {**t, "fix": "the deployment feeds this term's values in another order: fix the deployment's "
+                            "order (or the card's joints, for a joint term)"}
+    if "offset" in status:
+        return {**t, "fix": "a constant offset per value: for a joint term, the sidecar's joint_offsets or the "
+                            "card's action.default_pos; else the deployment's calibration"}
+    return t
 
 
 def _ok(terms: list[dict]) -> bool:
@@ -200,6 +291,10 @@ def _finding(t: dict) -> str:
     if t["status"] == "mismatch":
         parts.append(f"not a scale, offset or order (relative error {t['relative_error']:.2g}, "
                      f"{t['residual_after_fit']:.2g} after the best scale and offsets)")
+    if t["status"] == "previous_action":
+        parts.append("only row 0 differs: the sidecar's previous_action is not what the policy saw before the log")
+    if t.get("fix"):
+        parts.append(f"fix: {t['fix']}")
     return f"{t['term']}: " + "; ".join(parts)
 
 

@@ -74,6 +74,15 @@ class Artefacts:
     """Encoder offsets: the logged q is the true one minus the offset (declared in the sidecar)."""
     obs_scale: tuple[tuple[str, float], ...] = ()
     """A deployment bug: these observation terms reach the policy multiplied by the factor."""
+    previous_action: float = 0.0
+    """The policy's previous action at the first row (every joint), left over from before the log
+    (the last run's, a standing controller's) as on a robot whose policy was not reset; the
+    motors do not get it, only the policy's ``last_action`` input."""
+    declare_previous_action: bool = False
+    """Write that leftover action to the sidecar's ``previous_action``."""
+    gyro_scale: float = 1.0
+    """A unit bug in the IMU driver: the gyro reads (and the log and the policy get) the body rate
+    times this (180/pi: degrees per second where the card and the log format say rad/s)."""
     declare_delay: bool = False
     """Declare the profile's action latency (plus action_delay) in the sidecar, as a deployment
     that knows its pipeline would."""
@@ -146,7 +155,7 @@ def simulate_logs(card_path: str | Path, profile, out: str | Path,
             meta = {"robot": robot.harness.scene.stem, "joints": robot.names, "control_period": control_dt,
                     "card": os.path.relpath(card.path.resolve(), out.resolve()), "terminated": terminated,
                     "source": f"crosssim logs simulate: profile {profile.name}, seed {config.seed}, episode {i}",
-                    **_declared(config.artefacts, sim)}
+                    **_declared(config.artefacts, sim, len(robot.names))}
             paths.append(write_log(out / f"{profile.name}-{i:03d}{config.suffix}", meta, rows))
     finally:
         sim.close()
@@ -224,7 +233,7 @@ class _Recorder:
         quat, ang = frame.base_quat, frame.base_ang_vel
         if r.harness.canonical.free_base:
             quat = _rotate_small(frame.base_quat, noise.quat, rng)
-            gyro = frame.base_ang_vel_body + rng.normal(0, noise.gyro, 3)
+            gyro = (frame.base_ang_vel_body + rng.normal(0, noise.gyro, 3)) * self.config.artefacts.gyro_scale
             qpos[3:7], qvel[3:6] = quat, gyro
             ang = quat_rotate(quat, gyro)
         return replace(frame, qpos=qpos, qvel=qvel, base_quat=quat, base_ang_vel=ang)
@@ -235,6 +244,8 @@ class _Recorder:
         frame, state = self.measured(ep.frame), ep.task_state
         if artefacts.dry_run and self.stepper.observer.ctx is not None and ep.t:
             self.stepper.observer.ctx.last_action = self.last  # the policy's own output, not the held one
+        if artefacts.previous_action and self.stepper.observer.ctx is not None and not ep.t:
+            self.stepper.observer.ctx.last_action = np.full(self.robot.harness.action_size, artefacts.previous_action)
         obs = self.stepper.observe(frame, state)
         for term, factor in artefacts.obs_scale:
             obs[self.robot.slices[term]] *= factor
@@ -293,13 +304,15 @@ def _retime(rows: dict, rng, artefacts: Artefacts, dt: float) -> None:
     rows["time"] = list(time)
 
 
-def _declared(artefacts: Artefacts, sim) -> dict:
+def _declared(artefacts: Artefacts, sim, joints: int) -> dict:
     """What the artefacts make a log's sidecar declare: a dry run, encoder offsets, the action delay."""
     meta = {}
     if artefacts.dry_run:
         meta["applied"] = False
     if artefacts.joint_offsets:
         meta["joint_offsets"] = dict(artefacts.joint_offsets)
+    if artefacts.declare_previous_action:
+        meta["previous_action"] = [float(artefacts.previous_action)] * joints
     if artefacts.declare_delay:
         meta["action_delay"] = sim.variant.harness.action_latency + sim.variant.harness.action_delay
     return meta
