@@ -139,6 +139,8 @@ class DeploymentSection(_Section):
     """Lowest friction expected as a scale (0.7: 30 % more slippery), or a [low, high] range."""
     added_mass: Number | None = Field(None, json_schema_extra={"minimum": 0})
     """Payload or mass error as a share of the robot's mass."""
+    contact_timeconst: Number | None = Field(None, json_schema_extra={"minimum": 0.001, "maximum": 1})
+    """Softest ground contact expected: MuJoCo's solref time constant [s] (simulated: 0.02; larger is softer)."""
     push: Number | None = Field(None, json_schema_extra={"minimum": 0})
     """Horizontal push impulse [N s] the robot must take (opt-in family push; free base)."""
     motor_free_speed: Number | None = Field(None, json_schema_extra={"exclusiveMinimum": 0})

@@ -15,12 +15,13 @@ from pathlib import Path
 from crosssim.errors import CardError
 
 KEYS = ("file", "latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass",
-        "push", "motor_free_speed", "actuator", "obs_noise_terms", "margins", "uncertainty", "calibration")
+        "contact_timeconst", "push", "motor_free_speed", "actuator", "obs_noise_terms", "margins", "uncertainty", "calibration")
 """Every key a card's ``deployment`` section may hold."""
 OPT_IN = ("push", "motor_free_speed", "actuator", "obs_noise_terms")
 """Keys of the opt-in gap families (crosssim.families): swept only when stated (or named in
 ``margins``), so a card without them costs nothing more."""
-UNCERTAIN = ("latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass", "push")
+UNCERTAIN = ("latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass",
+             "contact_timeconst", "push")
 """Keys that may carry a 1-sigma uncertainty (``uncertainty:``, as ``crosssim calibrate`` writes it)."""
 HARSHER = {"friction": -1.0}
 """The direction in which a key's gap grows (+1 unless listed: a lower friction is a larger gap)."""
@@ -44,6 +45,10 @@ class DeploymentGap:
     """Lowest friction expected, as a scale on the simulated friction (0.7: 30 % more slippery)."""
     added_mass: float = 0.0
     """Payload or mass error as a share of the robot's mass (0.1: 10 % heavier)."""
+    contact_timeconst: float | None = None
+    """Softest contact expected: MuJoCo's solref time constant [s] of the robot-ground contacts
+    (the simulator's is MuJoCo's default 0.02; 0.03 is a floor that gives way more, like carpet or
+    turf); None: as simulated."""
     push: float = 0.0
     """Horizontal push impulse [N s] the robot must take (opt-in family ``push``)."""
     motor_free_speed: float | None = None
@@ -64,7 +69,8 @@ class DeploymentGap:
 
         return {"motor_strength": 1.0 - self.motor_strength, "motor_lag": self.motor_lag,
                 "action_latency": steps, "obs_noise": self.obs_noise, "friction_scale": self.friction,
-                "mass_scale": 1.0 + self.added_mass, "push_impulse": self.push,
+                "mass_scale": 1.0 + self.added_mass, "contact_timeconst": self.contact_timeconst,
+                "push_impulse": self.push,
                 "motor_free_speed": self.motor_free_speed, "actuator": self.actuator,
                 **{TERM_NOISE + t: v for t, v in (self.obs_noise_terms or {}).items()}}
 
@@ -85,6 +91,7 @@ class StatedDeployment:
     friction: float | None = None
     """The low end of a ``[low, high]`` range, at most 1."""
     added_mass: float | None = None
+    contact_timeconst: float | None = None
     push: float | None = None
     motor_free_speed: float | None = None
     actuator: str | None = None
@@ -103,7 +110,7 @@ class StatedDeployment:
 
 DEFAULTS: dict[str, DeploymentGap] = {
     "legged": DeploymentGap(motor_strength=0.1, motor_lag=0.01, latency=0.02, obs_noise=0.01, friction=0.6,
-                            added_mass=0.1),
+                            added_mass=0.1, contact_timeconst=0.03),
     "gymnasium": DeploymentGap(motor_strength=0.1, motor_lag=0.005, latency_steps=1.0, obs_noise=0.01, friction=0.8,
                                added_mass=0.05),
 }
@@ -157,7 +164,8 @@ def parse_deployment(section, where: Path) -> StatedDeployment:
     # A latency is seconds; above 1 s it is almost surely milliseconds written as seconds (20 for
     # 0.02), which would read as a huge gap and a silent "high"/"unknown" verdict: refuse it.
     limits = {"latency": (0.0, 1.0), "latency_steps": (0.0, None), "motor_strength": (0.0, 0.95),
-              "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None), "push": (0.0, None)}
+              "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None), "push": (0.0, None),
+              "contact_timeconst": (0.001, 1.0)}
     out = {}
     for key, value in merged.items():
         if key in ("actuator", "obs_noise_terms", "margins", "uncertainty", "calibration"):
@@ -223,7 +231,8 @@ def _harsh_end(stated: dict) -> dict:
     for key, sd in sigma.items():
         value = out[key] + 2.0 * sd * HARSHER.get(key, 1.0)
         out[key] = min(max(value, 0.01), 1.0) if key == "friction" else \
-            min(value, 0.95) if key == "motor_strength" else max(value, 0.0)
+            min(value, 0.95) if key == "motor_strength" else min(value, 1.0) if key == "contact_timeconst" else \
+            max(value, 0.0)
     return out
 
 

@@ -80,6 +80,7 @@ _POSITIVE, _NONNEGATIVE = "> 0", ">= 0"
 RANGES = {
     "timestep": _POSITIVE, "dt_divisor": ">= 1", "motor_strength": _POSITIVE, "torque_limit": _POSITIVE,
     "motor_free_speed": _POSITIVE, "mass_scale": _POSITIVE, "obs_drop": "in [0, 1)",
+    "contact_timeconst": _POSITIVE, "contact_dampratio": _POSITIVE,
     **{k: _NONNEGATIVE for k in ("motor_lag", "action_latency", "action_delay", "obs_noise", "backlash",
                                  "push_impulse", "friction_scale", "damping_scale", "armature_scale",
                                  "frictionloss_scale", "joint_damping", "joint_armature", "joint_frictionloss")},

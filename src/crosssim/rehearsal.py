@@ -8,7 +8,7 @@ it loses against nominal, and the share of episodes that end early (a fall is a 
 its return). Method, bands and their reasons: docs/risk.md, "Deployment rehearsal".
 
 The distribution: each axis of the expected gap (crosssim.deployment.DeploymentGap.axes: motor
-strength, lag, latency, sensor noise, friction, mass, and the opt-in ones a card states) is
+strength, lag, latency, sensor noise, friction, mass, contact softness, and the opt-in ones a card states) is
 drawn independently, uniformly between nominal and the stated gap (the gap is the harsh end of
 what the robot brings; a calibration's uncertainty is already in it at +2 sigma), linear in the
 axis's own units (a free speed in its inverse). A ``scale`` stretches the whole distribution:
@@ -105,9 +105,12 @@ def draw(spec: dict, seed: int) -> dict:
 
 
 def _bounded(name: str, x: float) -> float:
-    """Keep a stretched draw physical: strengths and frictions above zero, noise and lags not negative."""
+    """Keep a stretched draw physical: strengths and frictions above zero, contact time constants
+    at least 1 ms, noise and lags not negative."""
     if name in ("motor_strength", "friction_scale", "mass_scale"):
         return max(x, 0.05)
+    if name == "contact_timeconst":
+        return max(x, 1e-3)
     return max(x, 0.0)
 
 

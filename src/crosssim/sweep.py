@@ -123,12 +123,14 @@ def axis_fields(name: str, value) -> dict:
 
 NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_noise": 0.0,
            "friction_scale": 1.0, "mass_scale": 1.0, "motor_free_speed": float("inf"), "push_impulse": 0.0,
-           "actuator": None, "backlash": 0.0, "obs_drop": 0.0}
-"""Each swept axis's value with no gap (the Variant fields' defaults)."""
+           "actuator": None, "backlash": 0.0, "obs_drop": 0.0, "contact_timeconst": 0.02}
+"""Each swept axis's value with no gap (the Variant fields' defaults). ``contact_timeconst``'s
+default is the scene's own; its nominal here is MuJoCo's default time constant, 0.02 s, which the
+ladder and the deployment gap assume the scene keeps (docs/risk.md, "Contact softness")."""
 
 UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control steps", "obs_noise": "sensor units",
          "friction_scale": "x", "mass_scale": "x", "motor_free_speed": "rad/s", "push_impulse": "N s",
-         "actuator": "file", "latency": "s", "backlash": "s", "obs_drop": "share of frames"}
+         "actuator": "file", "latency": "s", "backlash": "s", "obs_drop": "share of frames", "contact_timeconst": "s"}
 TERM_NOISE = "term_noise:"
 """Prefix of a per-term noise axis: ``term_noise:<observation term>``. (``latency`` is no axis: the
 risk profile adds the timing axis's latency in seconds beside it.)"""
@@ -144,14 +146,17 @@ LADDERS: dict[str, Ladder] = {
                      "timing and sensing (action latency 0.25 to 4 control steps, observation noise 0.0025 to 0.04)"),
     "contact": Ladder("contact", (0.5, 1, 2, 3, 4, 5),
                       (("friction_scale", (0.93, 0.86, 0.72, 0.58, 0.44, 0.3)),
-                       ("mass_scale", (1.03, 1.06, 1.12, 1.18, 1.24, 1.3))),
-                      "contact and inertia (friction x 0.93 to 0.3, mass +3 to +30 %)"),
+                       ("mass_scale", (1.03, 1.06, 1.12, 1.18, 1.24, 1.3)),
+                       ("contact_timeconst", (0.022, 0.024, 0.028, 0.032, 0.036, 0.04))),
+                      "contact and inertia (friction x 0.93 to 0.3, mass +3 to +30 %, contact time constant 22 to 40 ms)"),
 }
 """The default ladders (docs/risk.md gives the reasoning). Severity 1 is a typical gap on every
 axis; every rung is as harsh as the one below it on every axis, so the metric is expected to
 fall along the ladder. Timing's two bottom rungs are sub-step latencies (a quarter and half of a
 control period, the harness's fractional delay), which resolve policies that one whole step of
-latency already breaks."""
+latency already breaks. Contact's softness rises from MuJoCo's default 20 ms time constant to 40 ms,
+where the Playground Go1 policy falls (issue 33); an engine whose contacts have no solref runs the
+contact ladder without it (crosssim.runner.workers)."""
 
 PASS_FRACTION = 0.9
 """A rung passes when the metric keeps at least this share of nominal (docs/risk.md, alternatives)."""

@@ -57,6 +57,14 @@ class ModelVariant:
     """Scale on every dof's armature (rotor inertia)."""
     frictionloss_scale: float = _axis(1.0, SCALE)
     """Scale on every dof's dry friction."""
+    contact_timeconst: float | None = _axis(None, OVERRIDE)
+    """Contact softness: MuJoCo's solref time constant [s] set on every geom and explicit contact pair
+    (None: the scene's own; MuJoCo's default is 0.02). A larger one is a softer, slower contact: the
+    robot's feet sink deeper and the ground pushes back later (carpet, turf, rubber feet). Engines
+    that cannot express it refuse it (crosssim.runner.simulator.check_features)."""
+    contact_dampratio: float | None = _axis(None, OVERRIDE)
+    """Damping ratio of the contacts (MuJoCo's solref second value; 1 is critical, below 1 bouncy;
+    None: the scene's own)."""
     extra: tuple[tuple[str, float], ...] = ()
     """Plugin perturbations (``crosssim.perturbations`` entry points): (name, value), by name."""
 
@@ -205,7 +213,7 @@ _CHOICES = {"servo_terms": ("keep", "remove")}
 
 def _typed(key: str, value):
     if value is None and key in ("timestep", "torque_limit", "actuator", "servo_terms", "motor_free_speed", "joint_damping",
-                                 "joint_armature", "joint_frictionloss"):
+                                 "joint_armature", "joint_frictionloss", "contact_timeconst", "contact_dampratio"):
         return None
     if key in _TEXT:
         if not isinstance(value, str) or not value or value not in _CHOICES.get(key, (value,)):
@@ -295,6 +303,40 @@ def _armature(m, value: float) -> None:
 @model_axis("frictionloss_scale")
 def _frictionloss(m, value: float) -> None:
     m.dof_frictionloss[:] = m.dof_frictionloss * value
+
+
+CONTACT_SOFTNESS = ("contact_timeconst", "contact_dampratio")
+"""The ModelVariant fields of contact softness: an engine that cannot express them refuses them
+(``EngineCapabilities.contact_softness``), and a rehearsal or ladder there runs without them."""
+
+
+def _solrefs(m):
+    """Every geom's and explicit contact pair's solref (a first value <= 0 is MuJoCo's direct
+    (stiffness, damping) form)."""
+    return [a for a in (m.geom_solref, m.pair_solref) if len(a)]
+
+
+@model_axis("contact_timeconst")
+def _contact_timeconst(m, value: float) -> None:
+    # Every geom, the world's and the robot's: MuJoCo mixes the two geoms' solref of a contact
+    # (solmix), so only setting both makes a robot-ground contact's time constant this value.
+    if not value > 0:
+        raise CrossSimError(f"contact_timeconst must be a time constant > 0 [s], not {value!r}")
+    for solref in _solrefs(m):
+        direct = solref[:, 0] <= 0  # direct (stiffness, damping) form: becomes standard, critically damped
+        solref[direct, 1] = 1.0
+        solref[:, 0] = value
+
+
+@model_axis("contact_dampratio")
+def _contact_dampratio(m, value: float) -> None:
+    if not value > 0:
+        raise CrossSimError(f"contact_dampratio must be a damping ratio > 0, not {value!r}")
+    for solref in _solrefs(m):
+        if (solref[:, 0] <= 0).any():
+            raise CrossSimError("contact_dampratio: the scene states its contacts' solref in direct (stiffness, "
+                                "damping) form; set contact_timeconst with it")
+        solref[:, 1] = value
 
 
 @dataclass(frozen=True)

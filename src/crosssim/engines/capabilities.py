@@ -51,6 +51,11 @@ class EngineCapabilities:
     push: bool = False
     """``push(model, state, velocity)`` adds a velocity to a free base (Locomotion's push
     disturbances, card ``task_options.pushes``); a card with pushes is refused by an engine without."""
+    contact_softness: bool = False
+    """Builds the compiled model's contact softness (MuJoCo's solref time constant and damping ratio,
+    the variant axes ``contact_timeconst`` / ``contact_dampratio``) into its contacts. An engine
+    without it refuses a variant that sets them, and a rehearsal or ladder there runs without those
+    axes (docs/risk.md)."""
     worlds: bool = False
     """``worlds_model(model, n)`` returns a model of ``n`` worlds stepped as one (or None where this
     model cannot), whose states are its worlds: the lockstep runner runs a batch on it. Its ``step``

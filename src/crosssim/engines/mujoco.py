@@ -48,7 +48,8 @@ class EngineMuJoCo(EngineBase):
 
     name = "mujoco"
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, parallel_states=True,
-                                      native_derived=True, fluid=True, ball_joints=True, push=True, native_pd=True)
+                                      native_derived=True, fluid=True, ball_joints=True, push=True, native_pd=True,
+                                      contact_softness=True)
     """Many MjData on one MjModel step independently (in parallel threads too: the bindings release
     the GIL in mj_step, and the model is only read); mj_resetData reuses one in place; mjData's
     body arrays are the derived quantities gymnasium reads; the model is MuJoCo's own, so a ball

@@ -92,7 +92,8 @@ class EngineNewton(EngineBase):
     # one single-world model swap the solver's warm start (see _load): correct, not free. A lockstep
     # batch runs as the worlds of one model instead (SolverMuJoCo on Warp; with other solvers
     # worlds_ready says no and episodes run one at a time), one solver step for every episode.
-    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, ball_joints=True, worlds=True)
+    capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, ball_joints=True, worlds=True,
+                                      contact_softness=True)
     settings_model = NewtonSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:

@@ -153,8 +153,11 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
     _switch_off_actuators(nm, None)  # the model's part; each state's control: new_control()
     shape_geom = _match_shapes(nm, m, body_index)
     floor_mu = _set_friction(nm, m, shape_geom, solver_name)
-    if solver_name not in MUJOCO_SOLVERS:
+    if solver_name in MUJOCO_SOLVERS:
+        _set_solref(nm, m, shape_geom)
+    else:
         contact = s.contact if s.contact in (None, "mujoco") else s.contact.model_dump(exclude_none=True, by_alias=True)
+        _refuse_underived_softness(compiled, solver_name, contact)
         _set_contact_parameters(nm, m, c, contact or {})
 
     free_q = free_qd = -1
@@ -398,6 +401,37 @@ def _set_friction(nm, m, shape_geom, solver_name: str) -> float:
             mu[s] = 2.0 * max(mu[s], floor) - floor
     nm.shape_material_mu.assign(mu)
     return floor
+
+
+def _refuse_underived_softness(compiled: CompiledModel, solver_name: str, contact) -> None:
+    """Newton's own solvers take a variant's contact softness only through ``contact: mujoco`` (ke /
+    kd derived from solref, as at nominal); with Newton's own or stated gains it would be ignored."""
+    from crosssim.errors import EngineFailure
+    from crosssim.variant import CONTACT_SOFTNESS
+
+    derived = contact == "mujoco" or (isinstance(contact, dict) and contact.get("from") == "mujoco")
+    soft = [k for k in CONTACT_SOFTNESS if getattr(compiled.variant, k) is not None]
+    if soft and not derived:
+        raise EngineFailure(f"newton ({solver_name}): {', '.join(soft)} needs contact gains derived from MuJoCo's solref "
+                            "(settings.contact: mujoco) or solver mujoco-warp; this profile's contact gains ignore it")
+
+
+def _set_solref(nm, m, shape_geom) -> None:
+    """Every shape's contact solref from the compiled model, passed to MuJoCo(-Warp) as it is (raw).
+    Newton's importer reads solref from the MJCF file, so without this a variant's contact softness
+    (crosssim.variant, ``contact_timeconst``) would not reach SolverMuJoCo; at nominal it changes
+    nothing (the importer's values are the compiled ones)."""
+    from newton._src.solvers.mujoco.constants import SOLREF_MODE_RAW
+
+    attrs = getattr(nm, "mujoco", None)
+    if attrs is None or getattr(attrs, "solref", None) is None or getattr(attrs, "solref_mode", None) is None:
+        raise CrossSimError("newton: this Newton has no model.mujoco.solref; contact softness cannot reach SolverMuJoCo")
+    solref, mode = attrs.solref.numpy().copy(), attrs.solref_mode.numpy().copy()
+    for s, g in enumerate(shape_geom):
+        if g >= 0:
+            solref[s], mode[s] = m.geom_solref[g], SOLREF_MODE_RAW
+    attrs.solref.assign(solref)
+    attrs.solref_mode.assign(mode)
 
 
 def _set_contact_parameters(nm, m, c: CanonicalModel, contact: dict | str) -> dict:

@@ -153,14 +153,14 @@ def _arrays(nm):
 
 
 def tile_parameters(single_nm, nm, n: int) -> None:
-    """Every per-entity float array (masses, inertias, joint frames and parameters, friction) and
-    the joint target modes of ``nm`` set to N copies of ``single_nm``'s: the reconciliation done
+    """Every per-entity float array (masses, inertias, joint frames and parameters, friction, solref) and
+    the joint target and solref modes of ``nm`` set to N copies of ``single_nm``'s: the reconciliation done
     once on the single-world model holds in every world. Index arrays are not touched (theirs
     point at each world's own entities)."""
     singles = dict((name, getattr(owner, attr)) for name, owner, attr in _arrays(single_nm))
     for name, owner, attr in _arrays(nm):
         single, multi = singles.get(name), getattr(owner, attr)
-        if _per_entity(single, multi, n) and (_float(single) or name == "joint_target_mode"):
+        if _per_entity(single, multi, n) and (_float(single) or name in ("joint_target_mode", "mujoco.solref_mode")):
             multi.assign(np.concatenate([single.numpy()] * n, axis=0))
 
 

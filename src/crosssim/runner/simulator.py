@@ -9,7 +9,7 @@ from typing import Any
 from crosssim.actuators import servo_replaced
 from crosssim.engines import Engine, EngineProfile, get_engine
 from crosssim.errors import EngineFailure
-from crosssim.variant import Variant, compile_model
+from crosssim.variant import CONTACT_SOFTNESS, Variant, compile_model
 
 
 @dataclass
@@ -48,6 +48,11 @@ def check_features(engine: Engine, compiled, column: str) -> None:
     """Refuse, in one line, a scene that needs a feature ``engine`` does not declare (its capabilities):
     run without it, the engine would simulate another robot and call it this one."""
     opt = compiled.mj.opt
+    soft = [f"{k} {getattr(compiled.variant, k):g}" for k in CONTACT_SOFTNESS if getattr(compiled.variant, k) is not None]
+    if soft and not engine.capabilities.contact_softness:
+        raise EngineFailure(f"{column}: {engine.name} cannot build contact softness ({', '.join(soft)}): its contacts "
+                            "have no MuJoCo solref counterpart (docs/risk.md, 'Contact softness'); run that axis in "
+                            "mujoco or newton")
     if (opt.viscosity > 0 or opt.density > 0) and not engine.capabilities.fluid:
         raise EngineFailure(f"{column}: {compiled.scene.name} moves in a fluid (viscosity {opt.viscosity:g}, density "
                             f"{opt.density:g}) and {engine.name} has no fluid model; run it in mujoco")

@@ -99,6 +99,7 @@ def execute_job(job: EngineJob, emit) -> None:
         profile = load_profile(job.profile)
         policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=job.trust)
         can_push = get_engine(profile.engine).capabilities.push
+        can_soften = get_engine(profile.engine).capabilities.contact_softness
     except Exception as exc:
         fail(exc)
         return
@@ -118,6 +119,8 @@ def execute_job(job: EngineJob, emit) -> None:
             drawn = draw(fields[REHEARSAL], seed)
             if not can_push:  # as the push ladder: an engine that cannot push rehearses without it
                 drawn.pop("push_impulse", None)
+            if not can_soften:  # nor one whose contacts have no solref (docs/risk.md, "Contact softness")
+                drawn = without_softness(drawn)
             realities[episode] = Variant.of(**drawn)
         if job.batch and can_batch(get_engine(profile.engine), policy):
             return run_realities(condition, realities, todo)
@@ -180,14 +183,14 @@ def execute_job(job: EngineJob, emit) -> None:
     for condition, fields in job.conditions:
         if not run_condition(condition, fields, [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
             return
-    if job.sweeps and not _search_sweeps(job, harness, seen, run_condition, can_push):
+    if job.sweeps and not _search_sweeps(job, harness, seen, run_condition, can_push, can_soften):
         return
     import resource
 
     emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
 
-def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push: bool) -> bool:
+def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push: bool, can_soften: bool = True) -> bool:
     """Search every sweep of ``job`` by bisection (crosssim.sweep), running the rungs it visits
     through ``run_condition``; False when the engine failed (reported)."""
     from crosssim.rehearsal import FAMILY as REHEARSAL, judge
@@ -197,6 +200,8 @@ def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push:
     for family, rungs in job.sweeps:
         if not can_push and any(f.get("push_impulse") for _, f in rungs):
             continue  # an engine that cannot push shows no push margin ("—"), not an engine failure
+        if not can_soften:  # its contact ladder moves friction and mass only (docs/risk.md, "Contact softness")
+            rungs = [(c, without_softness(f)) for c, f in rungs]
 
         def rows_of(condition, fields):
             todo = [(i, s) for i, s in job.sweep_episodes if (condition, i) not in seen]
@@ -217,6 +222,13 @@ def _to_log(path: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+
+
+def without_softness(fields: dict) -> dict:
+    """Variant fields without the contact-softness axes (crosssim.variant.CONTACT_SOFTNESS)."""
+    from crosssim.variant import CONTACT_SOFTNESS
+
+    return {k: v for k, v in fields.items() if k not in CONTACT_SOFTNESS}
 
 
 class _EngineFailed(Exception):
