@@ -133,7 +133,7 @@ def print_risk(risk, file=None, *, preview=None) -> None:
         print(f"{word}: {risk.verdict.upper()} - {why}", file=file)
         return
     from crosssim.results import support_text
-    from crosssim.risk import settings_text
+    from crosssim.sweep import settings_text
 
     print(f"tolerance margins: largest severity (1 = a typical gap) at which '{risk.metric}' keeps "
           f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal ({risk.sweep_episodes} episodes per rung); "
