@@ -298,7 +298,8 @@ def test_report_on_a_moved_folder_says_what_it_left_out(run_dir, tmp_path, capsy
     err = capsys.readouterr().err
     assert "warning: incomplete report: the policy card could not be loaded" in err and "filmstrips" in err
     assert "Incomplete report" in (moved / "report.html").read_text()
-    assert main(["report", str(tmp_path / "missing")]) == 1
+    with pytest.raises(SystemExit) as stop:  # a folder that is not there is a bad command line: one line, exit 2
+        main(["report", str(tmp_path / "missing")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"crosssim: error: {tmp_path / 'missing'}: no such folder; pass a crossval output folder "
-                   "(crossval --out)"]
+    assert stop.value.code == 2 and len(err) == 1
+    assert err[0].startswith(f"crosssim report: error: argument DIR: '{tmp_path / 'missing'}': no such folder")

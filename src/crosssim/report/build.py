@@ -7,6 +7,8 @@ the context built here; a new section is a new template and a new entry, nothing
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import time
 from dataclasses import dataclass
 import platform
 from pathlib import Path
@@ -19,7 +21,10 @@ from crosssim.report.audit import audit_view
 from crosssim.results import support_text
 from crosssim.runfolder import AUDIT_FILE, LOGS_DIR, ROWS_FILE, SUMMARY_FILE, TRAJECTORIES_FILE, RunFolder
 from crosssim.sweep import setting_text
+from crosssim.text import plural
 from crosssim.versions import package_versions
+
+LOG = logging.getLogger(__name__)
 
 
 def _harness(run, harness):
@@ -32,6 +37,7 @@ def _harness(run, harness):
 
         return Harness.from_card(load_card(RunFolder(run.out).card_path(run.summary))), None
     except Exception as exc:  # the card moved: the report still shows the stored numbers, and says what is missing
+        LOG.debug("no harness for the report", exc_info=True)
         return None, (f"the policy card could not be loaded ({type(exc).__name__}: {exc}): filmstrips, joint, "
                       "base velocity and joint divergence plots are left out (run `crosssim report` where the "
                       "run folder still sits beside its card, or rerun crossval)")
@@ -248,6 +254,7 @@ def _figures(run, task, metric: str, engines: list[str], harness) -> dict:
         figures["sweep"] = _sweep(run, engines, metric, values, f"mean {metric}")
     if run.trajectories:
         figures.update(_trajectory_figures(run, task, engines, harness))
+    LOG.debug("figures: %s", ", ".join(f"{k} {len(v)}" for k, v in figures.items() if isinstance(v, list)))
     return figures
 
 
@@ -265,7 +272,10 @@ def _filmstrips(run, harness, filmstrips: bool) -> dict:
         return strip
     from crosssim.report.filmstrip import render_filmstrips
 
+    t0 = time.monotonic()
     strip["times"], strip["frames"], strip["error"] = render_filmstrips(harness.scene, run.trajectories)
+    LOG.debug("filmstrips of %d engine(s) in %.1f s%s", len(strip["frames"]), time.monotonic() - t0,
+              f" ({strip['error']})" if strip["error"] else "")
     strip["ends"] = {e: float(tr["t"][-1]) for e, tr in run.trajectories.items() if len(tr.get("t", []))}
     return strip
 
@@ -338,10 +348,13 @@ def build_report(out: Path, *, filmstrips: bool = True, harness=None) -> ReportR
     run = folder.read()
     env = jinja2.Environment(loader=jinja2.PackageLoader("crosssim.report", "templates"),
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True))
+    env.filters["plural"] = plural  # {{ n | plural("episode") }}: "1 episode", "2 episodes"
+    t0 = time.monotonic()
     ctx = _context(run, filmstrips=filmstrips, harness=harness)
     page = env.get_template("report.html.j2").render(**ctx)
     path = folder.report_path
     write_atomic(path, lambda p: Path(p).write_text(page, encoding="utf-8"))
+    LOG.debug("%s: %d kB in %.1f s", path, len(page) // 1024, time.monotonic() - t0)
     return ReportResult(path, _left_out(ctx, filmstrips))
 
 
