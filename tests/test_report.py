@@ -250,7 +250,8 @@ def test_report_with_a_verdict_in_chromium(risk_dir, capsys):
                 assert rows == (count if width == 390 else -(-count // 3)), (grid, width, boxes)
             panels = [img.get_attribute("data-panel") for img in page.locator("#fig-sweep img").all()]
             assert panels == [*families, "rehearsal"]  # no "actuation@3": families on a severity axis
-            assert "1 = a typical gap" in page.locator("#dose-response").locator("xpath=preceding-sibling::p[1]").inner_text()
+            caption = page.locator("#dose-response").locator("xpath=preceding-sibling::p[1]").inner_text()
+            assert "1 = a typical gap" in caption
             assert "median" in page.locator("#box-caption").inner_text()
             # The run's files, linked relative to the report.
             for f in ("results.parquet", "summary.json"):

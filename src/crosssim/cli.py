@@ -137,7 +137,8 @@ def print_risk(risk, file=None, *, preview=None, brief: bool = False) -> None:
     from crosssim.sweep import settings_text
 
     print(f"tolerance margins: largest severity (1 = a typical gap) at which '{risk.metric}' keeps "
-          f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal ({plural(risk.sweep_episodes, 'episode')} per rung); "
+          f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal "
+          f"({plural(risk.sweep_episodes, 'episode')} per rung); "
           f"expected gap: {risk.deployment_source}", file=file)
     file.flush()
     console = _console(file)
@@ -436,7 +437,8 @@ def _add_verbosity(parser: argparse.ArgumentParser, *, top: bool = False) -> Non
     default = {} if top else {"default": argparse.SUPPRESS}  # a command's flag never resets the top one
     taken = {o for a in parser._actions for o in a.option_strings}
     if "-v" not in taken:
-        parser.add_argument("-v", "--verbose", action="count", help=VERBOSE_HELP, **({"default": 0} if top else default))
+        parser.add_argument("-v", "--verbose", action="count", help=VERBOSE_HELP,
+                            **({"default": 0} if top else default))
     if "--quiet" not in taken:
         parser.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP,
                             **({"default": False} if top else default))

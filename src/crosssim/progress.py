@@ -84,7 +84,8 @@ class RunProgress:
                 print(f"  {self.label}{name}: done, {plural(e.done, 'episode')} in {_duration(now - e.start)} "
                       f"({note.removeprefix('done; ')})", file=self.stream, flush=True)
             elif exc_type is None:
-                print(f"  {self.label}{name}: {e.done}/{plural(e.total, 'episode')}, {note}", file=self.stream, flush=True)
+                print(f"  {self.label}{name}: {e.done}/{plural(e.total, 'episode')}, {note}", file=self.stream,
+                      flush=True)
             else:
                 self._line(name, e, now, note)
         if self._bars is not None:

@@ -245,7 +245,8 @@ def _figures(run, task, metric: str, engines: list[str], harness) -> dict:
     if metric != "return":
         panels.append(("return", [nominal[nominal.engine == e]["return"].to_numpy() for e in engines]))
     figures = {"distributions": [(lab, plots.distribution(lab, data, engines)) for lab, data in panels],
-               "distribution_title": f"Per episode, nominal condition: {label}" + (" and return" if metric != "return" else ""),
+               "distribution_title": f"Per episode, nominal condition: {label}"
+                                     + (" and return" if metric != "return" else ""),
                "legend": plots.legend(engines, s.reference_engine),
                "sweep_legend": plots.legend(engines, s.reference_engine, extra=(("expected gap", GAP_LINE),)),
                "velocity_legend": plots.legend(engines, s.reference_engine, extra=(("commanded", COMMAND_LINE),))}
