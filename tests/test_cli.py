@@ -69,7 +69,7 @@ def test_cli_defaults_are_the_configs_defaults():
     got = from_args(CrossvalConfig, parser.parse_args(["crossval", "--policy", "p", "--engines", "mujoco, pybullet",
                                                        "--no-cache", "--address", "ray://h:10001", "--seed", "7"]))
     assert (got.engines, got.cache, got.ray_address, got.seed) == (("mujoco", "pybullet"), False, "ray://h:10001", 7)
-    assert parser.parse_args(["report", "run", "--no-filmstrips"]).filmstrips is False
+    assert parser.parse_args(["report", str(ROOT), "--no-filmstrips"]).filmstrips is False  # DIR must exist
 
 
 def test_help_tells_the_truth():
@@ -115,3 +115,63 @@ def test_options_generate_flags_from_a_config():
 
     with pytest.raises(TypeError, match="needs off= help"):
         add_options(Parser(prog="t"), Silent)
+
+
+CARD = ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"
+
+
+def test_audit_names_the_missing_file_not_a_card_field(capsys):
+    with pytest.raises(SystemExit):
+        main(["audit", "--robot", "robots/nosuch.xml"])
+    err = capsys.readouterr().err
+    assert "argument --robot: 'robots/nosuch.xml': no such file" in err and "card" not in err
+
+
+def _crossval(flags, capsys):
+    code = main(["crossval", "--policy", str(CARD), "--engines", "mujoco", "--episodes", "1", "--max-steps", "20",
+                 "--no-risk", "--no-report", "--out", str(ROOT / "test-artifacts" / "cli-verbosity"), *flags])
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def test_quiet_and_verbose_go_through_logging(capsys):
+    """-q: warnings and the verdict (the harness check, without a risk profile) only; default: as
+    before; -v: debug lines of crosssim's loggers. Before or after the command name alike."""
+    import logging
+
+    if not CARD.exists():
+        pytest.skip("example hopper policy not present")
+    code, out, err = _crossval([], capsys)
+    assert code == EXIT_OK
+    assert err.startswith("crossval ") and "1 episode per engine" in err and "debug:" not in err
+    assert "engine" in out and "harness check:" in out and "results:" in out
+    assert "warning: task Hopper runs Hopper-v5" in err  # the card names no version
+
+    code, out, err = _crossval(["-q"], capsys)
+    assert code == EXIT_OK
+    assert out.splitlines() == [next(line for line in out.splitlines() if line.startswith("harness check:"))]
+    assert [line.split(":")[0] for line in err.splitlines()] == ["warning"]  # no header, no progress
+
+    code, out, err = _crossval(["-v"], capsys)
+    assert code == EXIT_OK and "debug: crosssim.evaluate: plan: 1 engine(s) mujoco" in err
+    assert logging.getLogger("crosssim").isEnabledFor(logging.DEBUG)
+
+    assert main(["crossval", "-q", "-v", "--policy", "x"]) == 1  # -q wins; the error line still shows
+    assert capsys.readouterr().err.startswith("crosssim: error: x: no such file")
+    assert not logging.getLogger("crosssim").isEnabledFor(logging.INFO)
+    main(["-v", "engines"])  # before the command too
+    assert logging.getLogger("crosssim").isEnabledFor(logging.DEBUG)
+
+
+def test_one_episode_is_one_episode():
+    import io
+
+    from crosssim.cli import header
+    from crosssim.progress import RunProgress
+    from crosssim.runner.crossval import CrossvalConfig
+
+    assert "1 episode per engine" in header(CrossvalConfig(policy="p.yaml", episodes=1))
+    stream = io.StringIO()
+    with RunProgress(stream, tty=False) as progress:
+        progress("mujoco", 1, 1, {})
+    assert "1/1 episode (100 %)" in stream.getvalue() and "episodes" not in stream.getvalue()

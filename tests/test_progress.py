@@ -110,4 +110,4 @@ def test_engine_noise_goes_to_the_worker_log(tmp_path, good_policy):
     assert "build time" not in proc.stderr + proc.stdout
     assert "pybullet build time" in (out / "logs" / "pybullet.log").read_text()
     assert not (out / "logs" / "mujoco.log").exists()  # a quiet engine leaves no log
-    assert "pybullet: 1/1 episodes (100 %), done in" in proc.stderr  # a pipe: plain lines
+    assert "pybullet: 1/1 episode (100 %), done in" in proc.stderr  # a pipe: plain lines ("1 episode", issue 36)

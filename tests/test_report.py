@@ -105,9 +105,11 @@ def test_report_in_chromium(run_dir):
             assert "[" in page.locator("#engine-table tr[data-engine=mujoco] td").nth(1).inner_text()
             # What the verdict means, with its thresholds.
             assert "90 %" in page.locator("#thresholds").inner_text()  # the sweeps' pass fraction
-            # A random policy fails its task: no risk number anywhere, the verdict's support included.
+            # 2 episodes of a random policy: too few to decide whether it does its task, so no risk
+            # number anywhere, the verdict's support included.
             risk = json.loads((run_dir / "summary.json").read_text())["risk"]
-            assert risk["verdict"] == "harness mismatch" and risk["verdict_support"] == {}
+            assert risk["harness_check"]["status"] == "undecided" and risk["verdict"] == "unknown"
+            assert risk["aggregate"] is None and risk["verdict_support"] == {}
             assert page.locator("#verdict-support").count() == 0
             # Filmstrips: the same instants in every engine, each frame captioned with its time.
             times = [[c.inner_text() for c in e.locator("figcaption").all()] for e in engines.all()]
@@ -188,3 +190,117 @@ def test_terminal_table_leads_with_the_primary_metric(run_dir):
     print_table(read_summary(run_dir), out, table=engine_table_of(run_dir))
     head = next(line for line in out.getvalue().splitlines() if "engine" in line).split()
     assert head[:3] == ["engine", "return", "(primary)"] and "drop vs mujoco" in out.getvalue()
+
+
+# -- a run with a risk profile, and a legged robot's run ------------------------------------------------------
+
+
+def _chromium(p):
+    return p.chromium.launch(executable_path=CHROMIUM,
+                             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+
+
+@pytest.fixture(scope="module")
+def risk_dir(tmp_path_factory):
+    """The project's own Hopper policy in two engines, --quick: a verdict with margins and dose-response curves."""
+    from crosssim.cli import main
+
+    out = tmp_path_factory.mktemp("risk") / "run"
+    assert main(["crossval", "--policy", str(ROOT / "policies" / "hopper-ppo-mujoco" / "card.yaml"), "--quick",
+                 "--engines", "mujoco,pybullet", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_setting_text_is_the_terminals_and_the_reports():
+    from crosssim.sweep import setting_text, settings_text
+
+    assert setting_text("motor_lag", 0.00167) == "motor_lag 1.7 ms"
+    assert setting_text("motor_lag", 0.00167, named=False) == "1.7 ms"
+    assert settings_text({"motor_strength": 0.88, "motor_lag": 0.024}) == "motor_strength x0.88, motor_lag 24 ms"
+    assert setting_text("motor_free_speed", float("inf")) == "motor_free_speed unlimited"
+
+
+def test_report_with_a_verdict_in_chromium(risk_dir, capsys):
+    """Units where numbers stand, severity axes with physical values, panels that stack on a phone."""
+    from playwright.sync_api import sync_playwright
+
+    from crosssim.cli import print_risk
+    from crosssim.runfolder import read_summary
+    from crosssim.sweep import settings_text
+
+    risk = read_summary(risk_dir).risk
+    print_risk(risk)
+    terminal = capsys.readouterr().out
+    families = list(risk.components)
+    with sync_playwright() as p:
+        browser = _chromium(p)
+        for width, name in ((1280, "report-risk-laptop.png"), (390, "report-risk-phone.png")):
+            page = _open(browser, risk_dir / "report.html", width)
+            for family, c in risk.components.items():
+                cell = page.locator(f"#risk-table tr[data-family={family}] td.settings").inner_text()
+                assert cell == settings_text(c.margin_settings)  # the terminal's words, units included
+                assert cell in " ".join(terminal.split())  # (the terminal may wrap it over lines)
+            actuation = page.locator("#risk-table tr[data-family=actuation] td.settings").inner_text()
+            assert " ms" in actuation and "x0." in actuation
+            # One image per gap family, each at least 300 px wide: stacked on a phone, side by side on a laptop.
+            for grid, count in (("#dose-response", len(families)), ("#fig-sweep", len(families) + 1)):
+                boxes = [img.bounding_box() for img in page.locator(f"{grid} img").all()]
+                assert len(boxes) == count and all(b["width"] >= 300 for b in boxes), (grid, boxes)
+                rows = len({round(b["y"]) for b in boxes})
+                assert rows == (count if width == 390 else -(-count // 3)), (grid, width, boxes)
+            panels = [img.get_attribute("data-panel") for img in page.locator("#fig-sweep img").all()]
+            assert panels == [*families, "rehearsal"]  # no "actuation@3": families on a severity axis
+            caption = page.locator("#dose-response").locator("xpath=preceding-sibling::p[1]").inner_text()
+            assert "1 = a typical gap" in caption
+            assert "median" in page.locator("#box-caption").inner_text()
+            # The run's files, linked relative to the report.
+            for f in ("results.parquet", "summary.json"):
+                link = page.locator(f"nav a[href='{f}']")
+                assert link.count() == 1 and (risk_dir / f).is_file()
+            page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+        browser.close()
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "fixtures" / "unitree-g1").is_dir(),
+                    reason="../shared/fixtures/unitree-g1 is absent")
+def test_legged_report_shows_every_joint_and_the_commanded_velocity(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from crosssim.cli import main
+
+    out = tmp_path / "g1"
+    assert main(["crossval", "--policy", str(ROOT / "tests" / "cards" / "robots" / "unitree-g1.yaml"),
+                 "--engines", "mujoco,pybullet", "--episodes", "1", "--max-steps", "60", "--no-risk",
+                 "--out", str(out), "--quiet"]) == 0
+    with sync_playwright() as p:
+        browser = _chromium(p)
+        for width, name in ((1280, "report-g1-laptop.png"), (390, "report-g1-phone.png")):
+            page = _open(browser, out / "report.html", width)
+            panels = [img.get_attribute("data-panel") for img in page.locator("#fig-overlay img").all()]
+            assert panels[:2] == ["base height", "base x"] and len(panels) == 2 + 12
+            assert "left_knee_joint" in panels and "right_ankle_roll_joint" in panels
+            velocity = [img.get_attribute("data-panel") for img in page.locator("#fig-velocity img").all()]
+            assert velocity == ["forward velocity", "sideways velocity", "yaw rate"]
+            assert "commanded: 0.5 m/s forward" in page.locator("#velocity + p").inner_text()
+            assert "not recorded" in page.locator("#torque-note").inner_text()
+            divergence = [img.get_attribute("data-panel") for img in page.locator("#fig-divergence img").all()]
+            assert divergence[0].startswith("base position") and "12 joints" in divergence[1]
+            assert all(b["width"] >= 300 for b in (i.bounding_box() for i in page.locator("#fig-overlay img").all()))
+            page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+        browser.close()
+
+
+def test_report_on_a_moved_folder_says_what_it_left_out(run_dir, tmp_path, capsys):
+    from crosssim.cli import main
+
+    moved = tmp_path / "a" / "b" / "c" / "moved"  # deeper than before: the card's relative path no longer resolves
+    shutil.copytree(run_dir, moved)
+    assert main(["report", str(moved)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: incomplete report: the policy card could not be loaded" in err and "filmstrips" in err
+    assert "Incomplete report" in (moved / "report.html").read_text()
+    with pytest.raises(SystemExit) as stop:  # a folder that is not there is a bad command line: one line, exit 2
+        main(["report", str(tmp_path / "missing")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1
+    assert err[0].startswith(f"crosssim report: error: argument DIR: '{tmp_path / 'missing'}': no such folder")

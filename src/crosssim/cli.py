@@ -13,13 +13,15 @@ import math
 import sys
 from dataclasses import dataclass
 
-from crosssim import options
+from crosssim import logs, options
 from crosssim.errors import CrossSimError
 from crosssim.options import Parser, add_options, from_args, option, same_as
 from crosssim.runner.crossval import CrossvalConfig
-from crosssim.text import printable
+from crosssim.text import plural, printable
 from crosssim.gate_command import GateArgs, cmd_gate
 from crosssim.train import TrainConfig
+
+LOG = logs.get("crosssim.cli")
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISMATCH, EXIT_ENGINE_FAILED = 0, 1, 2, 4, 5
 """Exit statuses: success; an error crosssim explains; a bad command line (argparse's 2); ``audit`` found a
@@ -28,15 +30,8 @@ results, and every episode of an engine column failed (NaN actions, a crashed en
 
 
 @dataclass(frozen=True)
-class CrossvalOutput:
-    """How ``crossval`` talks while it runs (the run itself is CrossvalConfig)."""
-
-    quiet: bool = option(False, help="No progress lines on stderr.")
-
-
-@dataclass(frozen=True)
 class AuditConfig:
-    robot: str = option(help="MJCF path or gymnasium:<file>.xml.")
+    robot: str = option(help="MJCF path or gymnasium:<file>.xml.", parse=options.scene_file)
     engines: tuple[str, ...] = option(("mujoco", "pybullet"), parse=options.engine_names,
                                       help="Engine profiles to audit, comma-separated.")
     all: bool = option(False, help="Print matching rows too.")
@@ -44,7 +39,8 @@ class AuditConfig:
 
 @dataclass(frozen=True)
 class ReportConfig:
-    dir: str = option(positional=True, help="A crossval output folder (holding summary.json).")
+    dir: str = option(positional=True, parse=options.existing_folder,
+                      help="A crossval output folder (holding summary.json).")
     filmstrips: bool = option(True, off="Skip rendering frames.", help="Render filmstrips of each engine.")
 
 
@@ -116,27 +112,33 @@ def print_table(summary, file=None, *, table=None) -> None:
         console.print(printable(f"(nominal episodes; mean [95% CI]; {table.metric_text})", 2000), markup=False)
 
 
-def print_check(check, file=None) -> None:
-    """The harness check's line (crosssim.results.HarnessCheck), with or without a risk profile."""
-    print(f"\nharness check: {check.status} - {check.message}", file=file or sys.stdout)
+def print_check(check, file=None, *, blank: bool = True) -> None:
+    """The harness check's line (crosssim.results.HarnessCheck), with or without a risk profile
+    (``blank``: after an empty line, which sets it off from a table above)."""
+    print(f"{chr(10) if blank else ''}harness check: {check.status} - {check.message}", file=file or sys.stdout)
 
 
-def print_risk(risk, file=None, *, preview=None) -> None:
+def print_risk(risk, file=None, *, preview=None, brief: bool = False) -> None:
     """A crosssim.results.RiskProfile, one line per component (to ``file``, default: stdout as it is now).
-    ``preview``: the run's crosssim.results.Preview (a --quick run), said on the verdict line."""
+    ``preview``: the run's crosssim.results.Preview (a --quick run), said on the verdict line; ``brief``
+    (-q): the harness check and the verdict line only."""
     file = file or sys.stdout
-    print_check(risk.harness_check, file)
+    print_check(risk.harness_check, file, blank=not brief)
     word = "verdict (--quick preview)" if preview else "verdict"
+    if brief and risk.aggregate is not None:
+        print(f"{word}: {risk.verdict.upper()} - {risk.message}", file=file)
+        return
     if risk.aggregate is None:  # a harness mismatch, or too few episodes to decide: no risk numbers
         why = ("too few episodes to decide whether the policy does its task" if risk.harness_check.status == "undecided"
                else "no transfer risk is computed until the harness check passes")
         print(f"{word}: {risk.verdict.upper()} - {why}", file=file)
         return
     from crosssim.results import support_text
-    from crosssim.risk import settings_text
+    from crosssim.sweep import settings_text
 
     print(f"tolerance margins: largest severity (1 = a typical gap) at which '{risk.metric}' keeps "
-          f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal ({risk.sweep_episodes} episodes per rung); "
+          f"{100 * risk.thresholds.get('pass_fraction', 0.9):.0f}% of nominal "
+          f"({plural(risk.sweep_episodes, 'episode')} per rung); "
           f"expected gap: {risk.deployment_source}", file=file)
     file.flush()
     console = _console(file)
@@ -183,46 +185,52 @@ def cmd_crossval(args) -> int:
     from crosssim.runfolder import RunFolder
 
     config = from_args(CrossvalConfig, args)
-    print(header(config), file=sys.stderr)
-    if args.quiet:
+    LOG.info(header(config))
+    LOG.debug("config: %s", config)
+    if not logs.enabled():  # -q: no progress lines
         run = crossval(config)
     else:
         from crosssim.progress import RunProgress
 
         with RunProgress() as progress:
             run = crossval(config, progress=progress)
-    try:
-        from crosssim.report.build import engine_table_of
+    talk = logs.enabled()  # -q: warnings and the verdict only
+    if talk:
+        try:
+            from crosssim.report.build import engine_table_of
 
-        table = engine_table_of(run.out)
-    except Exception:  # the stored summary's own table is always there
-        table = None
-    print_table(run.summary, table=table)
+            table = engine_table_of(run.out)
+        except Exception as exc:  # the stored summary's own table is always there
+            LOG.debug("the report's engine table failed (%s: %s); the summary's is shown", type(exc).__name__, exc)
+            table = None
+        print_table(run.summary, table=table)
     for warning in run.summary.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        LOG.warning(warning)
     if run.summary.risk:
-        print_risk(run.summary.risk, preview=run.summary.preview)
+        print_risk(run.summary.risk, preview=run.summary.preview, brief=not talk)
     elif run.summary.harness_check is not None:
-        print_check(run.summary.harness_check)
-    if run.summary.real:
+        print_check(run.summary.harness_check, blank=talk)
+    if run.summary.real and talk:
         from crosssim.real.compare import format_real
 
         print(format_real(run.summary.real))
         if run.summary.real.get("suspects"):
             print(f"  suspects: {printable(run.summary.real['suspects'], 2000)}")
     folder = RunFolder(run.out)
-    print(f"\nresults: {folder.rows_path}  summary: {folder.summary_path}")
-    if run.report:
-        print(f"report: {run.report}")
+    if talk:
+        print(f"\nresults: {folder.rows_path}  summary: {folder.summary_path}")
+        if run.report:
+            print(f"report: {run.report}")
     if run.summary.preview:
-        print(f"{run.summary.preview.text()}: wider intervals, and the verdict may change in a full run; "
-              "rerun without --quick before acting on it (the gate refuses a preview)")
+        if talk:
+            print(f"{run.summary.preview.text()}: wider intervals, and the verdict may change in a full run; "
+                  "rerun without --quick before acting on it (the gate refuses a preview)")
     elif run.report_error:
-        print(f"report not written: {run.report_error}", file=sys.stderr)
+        LOG.warning("report not written: %s", run.report_error)
     dead = failed_engines(run.summary)
     if dead:
-        print(f"crossval: every episode failed in {', '.join(printable(e) for e in dead)}: its numbers mean nothing "
-              f"(exit {EXIT_ENGINE_FAILED}; the failures are in results.parquet's failure column)", file=sys.stderr)
+        LOG.error("crossval: every episode failed in %s: its numbers mean nothing (exit %d; the failures are in "
+                  "results.parquet's failure column)", ", ".join(printable(e) for e in dead), EXIT_ENGINE_FAILED)
         return EXIT_ENGINE_FAILED
     return EXIT_OK
 
@@ -233,7 +241,7 @@ def header(config: CrossvalConfig) -> str:
 
     capped = quick_config(config)
     n = capped.episodes
-    text = (f"crossval {printable(config.policy)}: engines {', '.join(config.engines)}, {n} episode{'s' if n != 1 else ''}"
+    text = (f"crossval {printable(config.policy)}: engines {', '.join(config.engines)}, {plural(n, 'episode')}"
             f" per engine, seed {config.seed}")
     if config.quick:
         text += (f" (--quick preview: {capped.sweep_episodes} per sweep rung, at most {capped.max_steps} control steps"
@@ -287,9 +295,15 @@ def cmd_audit(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from crosssim.report import write_report
+    """Exit EXIT_OK once report.html is written, even when parts could not be rebuilt (each one said
+    on stderr: a run folder moved away from its card loses its filmstrips and joint plots)."""
+    from crosssim.report import build_report
 
-    print(f"report: {write_report(args.dir, filmstrips=args.filmstrips)}")
+    result = build_report(args.dir, filmstrips=args.filmstrips)
+    if logs.enabled():
+        print(f"report: {result.path}")
+    for what in result.left_out:
+        LOG.warning("incomplete report: %s", printable(what, 2000))
     return EXIT_OK
 
 
@@ -385,11 +399,14 @@ def build_parser() -> argparse.ArgumentParser:
         return c
 
     crossval_parser = command("crossval", cmd_crossval, "run a policy in several engines and compare (exit "
-                              f"{EXIT_ENGINE_FAILED} if every episode of an engine failed)", CrossvalConfig,
-                              CrossvalOutput)
+                              f"{EXIT_ENGINE_FAILED} if every episode of an engine failed)", CrossvalConfig)
     # Lockstep is the default now; the flag that asked for it stays accepted (CI scripts name it).
     crossval_parser.add_argument("--batch-episodes", action="store_true", dest="_batch_episodes",
                                  help=argparse.SUPPRESS)
+    # A pass fraction outside (0, 1) is a bad flag value (exit 2, now), not an error after the card loads.
+    for action in crossval_parser._actions:
+        if "--pass-fraction" in action.option_strings:
+            action.type = options.share
     command("audit", cmd_audit, "model parameters read back from each engine vs the canonical model "
             f"(exit {EXIT_MISMATCH} if one does not match)", AuditConfig)
     command("report", cmd_report, "(re)generate report.html from a run folder", ReportConfig)
@@ -406,7 +423,38 @@ def build_parser() -> argparse.ArgumentParser:
     from crosssim.correct.cli import add_commands as add_correct_commands
 
     add_correct_commands(sub)  # correct collect | train (crosssim.correct.cli)
+    _add_verbosity(p, top=True)
     return p
+
+
+VERBOSE_HELP = "Say more: debug messages of every crosssim module (logging, logger crosssim.*)."
+QUIET_HELP = "Say less: warnings, errors and the verdict only (no header, progress or tables)."
+
+
+def _add_verbosity(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """-v / -q on the top parser and on every command, nested ones included (``crosssim -q crossval`` and
+    ``crosssim crossval -q`` alike); a command that already has its own --quiet keeps it (and -v)."""
+    default = {} if top else {"default": argparse.SUPPRESS}  # a command's flag never resets the top one
+    taken = {o for a in parser._actions for o in a.option_strings}
+    if "-v" not in taken:
+        parser.add_argument("-v", "--verbose", action="count", help=VERBOSE_HELP,
+                            **({"default": 0} if top else default))
+    if "--quiet" not in taken:
+        parser.add_argument("-q", "--quiet", action="store_true", help=QUIET_HELP,
+                            **({"default": False} if top else default))
+    commands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not commands and not top:  # a command: its own errors name it (``crosssim gate: error: ...``)
+        parser.set_defaults(_parser=parser)
+    for action in commands:
+        for child in dict.fromkeys(action.choices.values()):  # aliases name one parser more than once
+            _add_verbosity(child)
+
+
+def verbosity(args) -> int:
+    """logs.QUIET, NORMAL or VERBOSE from the parsed -q / -v (-q wins)."""
+    if getattr(args, "quiet", False):
+        return logs.QUIET
+    return logs.VERBOSE if getattr(args, "verbose", 0) else logs.NORMAL
 
 
 def main(argv=None) -> int:
@@ -415,11 +463,15 @@ def main(argv=None) -> int:
     # Every process crosssim starts (engine workers, sandboxed policies, the report's renderer)
     # keeps the current folder, possibly a checkout under review, off the front of its sys.path.
     os.environ["PYTHONSAFEPATH"] = "1"
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command that got them: "crosssim gate: error: unrecognized arguments: ..."
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    logs.setup(verbosity(args))
     try:
         return args.func(args)
     except CrossSimError as exc:
-        print(f"crosssim: error: {printable(str(exc), 10_000)}", file=sys.stderr)  # one line, whatever a card holds
+        LOG.error("crosssim: error: %s", printable(str(exc), 10_000))  # one line, whatever a card holds
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("crosssim: interrupted; results written so far are kept", file=sys.stderr)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crosssim.text import plural
+
 
 def card_hints(harness) -> list[str]:
     from crosssim.engines.settings import EngineProfile
@@ -254,7 +256,7 @@ def _score_suspects(card, base: float, score, extra=()) -> tuple[SuspectScore, .
 
 def _cost(suspects: int, episodes: int, steps: int, engine: str) -> str:
     runs = (suspects + 1) * episodes
-    return (f"{suspects} suspect{'s' if suspects != 1 else ''} + the card as written, {episodes} episodes of {steps} "
+    return (f"{plural(suspects, 'suspect')} + the card as written, {plural(episodes, 'episode')} of {steps} "
             f"control steps each in {engine}: {runs * steps} steps")
 
 

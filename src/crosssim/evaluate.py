@@ -5,11 +5,15 @@ folder (crosssim.runfolder); the runner imports none of the stages above it."""
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from crosssim.results import RunSummary
 from crosssim.runner.crossval import CrossvalConfig, Plan, execute, plan_crossval, store
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,10 +88,16 @@ def run(plan: Plan, *, progress=None) -> CrossvalRun:
         from crosssim.real.logs import read_logs
 
         logs = read_logs(config.real, plan.harness)  # checked against the run's harness; LogError names the file
+    LOG.debug("plan: %d engine(s) %s, %d nominal episode(s), out %s", len(config.engines), ", ".join(config.engines),
+              len(plan.episodes), plan.out)
+    t0 = time.monotonic()
     got = execute(plan, progress=progress)
+    LOG.debug("engines ran in %.1f s", time.monotonic() - t0)
+    t0 = time.monotonic()
     summary = summarize(plan, store(plan, got), got)
     summary = _until_decided(plan, got, summary, progress)
     folder.write_summary(summary)
+    LOG.debug("rows stored and verdict given in %.1f s: %s", time.monotonic() - t0, folder.summary_path)
     if logs is not None:
         from crosssim.real.compare import real_section
 
@@ -109,4 +119,5 @@ def run(plan: Plan, *, progress=None) -> CrossvalRun:
             report = write_report(plan.out, harness=plan.harness, filmstrips=not config.quick)
         except Exception as exc:  # the numbers are written already; a report failure must not hide them
             error = f"{type(exc).__name__}: {exc}"
+            LOG.debug("report failed", exc_info=True)  # -v: the traceback
     return CrossvalRun(out=plan.out, summary=summary, report=report, report_error=error)

@@ -98,6 +98,51 @@ def number(low: float = 0.0) -> Callable[[str], float]:
     return parse
 
 
+def share(text: str) -> float:
+    """Parser of a share strictly between 0 and 1 (a fraction of nominal)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1 (e.g. 0.9 for 90 %)")
+    return value
+
+
+share.__name__ = "share"
+
+
+def existing_folder(text: str) -> str:
+    """Parser of a folder that exists (a run folder to read)."""
+    from pathlib import Path
+
+    if not Path(text).expanduser().is_dir():
+        kind = "a file, not a folder" if Path(text).expanduser().exists() else "no such folder"
+        raise argparse.ArgumentTypeError(f"{text!r}: {kind}; pass a crossval output folder (crossval --out)")
+    return text
+
+
+existing_folder.__name__ = "folder"
+
+
+def scene_file(text: str) -> str:
+    """Parser of an MJCF scene: a path that exists or ``gymnasium:<file>.xml`` (kept as written)."""
+    from crosssim.errors import CrossSimError
+    from crosssim.scene import resolve_scene
+
+    try:
+        resolve_scene(text)
+    except CrossSimError as exc:
+        if "pip install" in str(exc):
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        raise argparse.ArgumentTypeError(f"{text!r}: no such file (an MJCF .xml path, or gymnasium:<file>.xml for a "
+                                         "robot gymnasium ships)") from None
+    return text
+
+
+scene_file.__name__ = "scene"
+
+
 seed = whole(0, SEED_MAX)
 
 

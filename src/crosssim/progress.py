@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from crosssim.text import printable
+from crosssim.text import plural, printable
 
 
 def _duration(seconds: float) -> str:
@@ -81,10 +81,11 @@ class RunProgress:
             if self._bars is not None:
                 self._bars.update(e.task, total=e.done if exc_type is None else e.total, status=note)
             elif note.startswith("done"):
-                print(f"  {self.label}{name}: done, {e.done} episodes in {_duration(now - e.start)} "
+                print(f"  {self.label}{name}: done, {plural(e.done, 'episode')} in {_duration(now - e.start)} "
                       f"({note.removeprefix('done; ')})", file=self.stream, flush=True)
             elif exc_type is None:
-                print(f"  {self.label}{name}: {e.done}/{e.total} episodes, {note}", file=self.stream, flush=True)
+                print(f"  {self.label}{name}: {e.done}/{plural(e.total, 'episode')}, {note}", file=self.stream,
+                      flush=True)
             else:
                 self._line(name, e, now, note)
         if self._bars is not None:
@@ -144,7 +145,7 @@ class RunProgress:
 
     def _line(self, engine: str, e: _Engine, now: float, note: str = "") -> None:
         eta = e.eta(now)
-        text = f"  {self.label}{engine}: {e.done}/{e.total} episodes ({100 * e.done / e.total:.0f} %)"
+        text = f"  {self.label}{engine}: {e.done}/{plural(e.total, 'episode')} ({100 * e.done / e.total:.0f} %)"
         if e.done >= e.total:
             text += f", done in {_duration(now - e.start)}"
         elif eta is not None:

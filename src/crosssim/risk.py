@@ -16,7 +16,7 @@ import numpy as np
 
 from crosssim.results import (HarnessCheck, RiskAggregate, RiskComponent, RiskProfile, RungPoint, support_text,
                               verdict_uncertain)
-from crosssim.sweep import PASS_FRACTION, Ladder, curve_at, margin_from_curve, retained
+from crosssim.sweep import PASS_FRACTION, Ladder, curve_at, margin_from_curve, retained, settings_text
 from crosssim.text import number
 
 # Verdict thresholds on the least headroom (margin / expected gap), chosen by validate_risk's rule
@@ -341,27 +341,6 @@ def rehearsal_text(r, metric: str) -> str:
             f"{metric} and {100 * r.failure_rate:.0f}% [{100 * flo:.0f}%, {100 * fhi:.0f}%] of episodes end early "
             f"(nominal: {100 * r.nominal_failure_rate:.0f}%); joint margin {margin}"
             + (f"; what eats the headroom: {eats}" if eats else ""))
-
-
-def settings_text(settings: dict[str, float]) -> str:
-    """Swept axes' values in words with units, e.g. "motor_strength 0.82, motor_lag 14 ms"."""
-    from pathlib import Path
-
-    from crosssim.sweep import unit
-
-    parts = []
-    for k, v in settings.items():
-        if k == "actuator":
-            parts.append(f"actuator {Path(v).name}" if v else "ideal actuator")
-        elif unit(k) == "term units":
-            parts.append(f"{k.partition(':')[2]} noise {v:.2g}")
-        elif unit(k) == "s":
-            parts.append(f"{k} {1000 * v:.2g} ms" if 0 < v < 0.01 else f"{k} {1000 * v:.0f} ms")
-        elif unit(k) == "x":
-            parts.append(f"{k} x{v:.2f}")
-        else:
-            parts.append(f"{k} {v:.2g} {unit(k)}")
-    return ", ".join(parts)
 
 
 def claim_met(values, claim: float, *, seed: int = 0) -> tuple[bool, tuple[float, float]]:

@@ -104,8 +104,34 @@ def nominal(name: str):
 
 
 def unit(name: str) -> str:
-    """An axis's unit (crosssim.risk.settings_text)."""
+    """An axis's unit (shown by settings_text)."""
     return "term units" if name.startswith(TERM_NOISE) else UNITS[name]
+
+
+def setting_text(name: str, value, *, named: bool = True) -> str:
+    """One swept axis's value in words with its unit, as the terminal and the report both show it:
+    "motor_lag 1.7 ms", "motor_strength x0.88"; ``named=False`` drops the axis name ("1.7 ms")."""
+    from pathlib import Path
+
+    if name == "actuator":
+        return f"actuator {Path(value).name}" if value else "ideal actuator"
+    u = unit(name)
+    if u == "term units":
+        text, name = f"noise {value:.2g}", name.partition(":")[2]
+    elif u == "s":
+        text = f"{1000 * value:.2g} ms" if 0 < value < 0.01 else f"{1000 * value:.0f} ms"
+    elif u == "x":
+        text = f"x{value:.2f}"
+    elif name in INVERSE and not np.isfinite(value):
+        text = "unlimited"
+    else:
+        text = f"{value:.2g} {u}"
+    return f"{name} {text}" if named else text
+
+
+def settings_text(settings: dict) -> str:
+    """Swept axes' values in words with units, e.g. "motor_strength x0.82, motor_lag 14 ms"."""
+    return ", ".join(setting_text(k, v) for k, v in settings.items())
 
 
 def axis_fields(name: str, value) -> dict:

@@ -73,3 +73,8 @@ def number(x: float) -> str:
     if a >= 0.01 or a == 0:
         return f"{x:.2f}"
     return f"{x:.1e}"
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word`` agreeing: "1 episode", "2 episodes", "0 episodes" (``many``: an irregular plural)."""
+    return f"{n} {word if n == 1 else many or word + 's'}"

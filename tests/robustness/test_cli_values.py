@@ -36,6 +36,12 @@ CASES = [
      "argument --seconds: '0' is not a finite number > 0 of seconds"),
     (["calibrate", "--real", "logs", "--max-evals", "0"], "argument --max-evals: '0' is not a whole number >= 1"),
     (["calibrate", "--real", "logs", "--engine", "mujoco,pybullet"], "give one engine profile here, not a list"),
+    # issue 36: these were exit 1 after loading the card, a card-field hint, or the top parser's prefix
+    (["crossval", "--policy", CARD, "--pass-fraction", "2"], "argument --pass-fraction: '2' is not a share between 0"),
+    (["audit", "--robot", "robots/nosuch.xml"], "argument --robot: 'robots/nosuch.xml': no such file"),
+    (["report", "no-such-run"], "argument DIR: 'no-such-run': no such folder"),
+    (["gate", "--max-risk", "0.2"], "unrecognized arguments: --max-risk 0.2"),
+    (["crossval", "--policy", CARD, "-q", "--loud"], "unrecognized arguments: --loud"),
 ]
 
 

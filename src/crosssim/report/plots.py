@@ -1,7 +1,10 @@
 """Figures for the report: matplotlib (Agg) to inline PNG data URIs.
 
-Every engine keeps one colour, line style, marker and hatch across figures, so one engine's line
-cannot hide another's (and the figures read in greyscale); legends sit outside the axes.
+Every engine keeps one colour, line style and marker across figures, so one engine's line cannot
+hide another's (and the figures read in greyscale); the reference engine is drawn last, on top.
+Small multiples are one image per panel, laid out by the page's grid (three across on a laptop,
+one per row on a phone), never one wide image shrunk to a phone's width; the engines' legend is
+one image above each grid.
 """
 
 from __future__ import annotations
@@ -16,12 +19,26 @@ from crosssim.stats import bootstrap_ci
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
-HATCHES = ["", "//", "..", "xx", "\\\\", "++", "oo"]
 
 
 def style(k: int) -> dict:
     """Line style of the k-th engine."""
     return {"color": COLORS[k % len(COLORS)], "linestyle": LINESTYLES[k % len(LINESTYLES)]}
+
+
+def line_style(k: int, reference: bool, n: int) -> dict:
+    """The k-th engine's line in a time series of ``n`` points: its colour, dashes and a marker every
+    ~10 points (offset per engine, so markers of overlapping lines do not sit on each other); the
+    reference engine on top, a little thinner so a line under it still shows at its sides."""
+    every = max(1, n // 10)
+    return {**style(k), "marker": MARKERS[k % len(MARKERS)], "ms": 4, "markevery": (k * every // 4 % every, every),
+            "lw": 1.3 if reference else 1.8, "zorder": 4 if reference else 2}
+
+
+def engine_order(engines: list[str], reference: str | None) -> list[tuple[int, str]]:
+    """(style index, engine) with the reference engine last (drawn on top), styles kept per engine."""
+    order = list(enumerate(engines))
+    return [x for x in order if x[1] != reference] + [x for x in order if x[1] == reference]
 
 
 def _pyplot():
@@ -46,17 +63,6 @@ def _data_uri(plt, fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _legend_below(fig, ax_or_axes, n: int) -> None:
-    """One legend under the figure (never on the data)."""
-    axes = np.atleast_1d(ax_or_axes)
-    handles, labels = axes[0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(n, 4), fontsize=8, frameon=False,
-                   bbox_to_anchor=(0.5, -0.02))
-        rows = 1 + (n - 1) // 4
-        fig.tight_layout(rect=(0, min(0.3, (0.3 + 0.2 * rows) / fig.get_figheight()), 1, 1))
-
-
 def _from_zero(ax, values) -> None:
     """Y range from zero (or the data's negative end) to the data: a difference of 5 in 1,450 looks
     like what it is, not like a cliff."""
@@ -68,45 +74,18 @@ def _from_zero(ax, values) -> None:
         ax.set_ylim(lo - (pad if lo < 0 else 0), hi + pad)
 
 
-def distributions(panels: list[tuple[str, list[np.ndarray]]], engines: list[str], title: str) -> str:
-    """One box-and-points panel per (label, per-engine values), y from zero."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels) + 0.6, 3.2), dpi=100, squeeze=False)
-    for ax, (label, data) in zip(axes[0], panels):
-        ax.boxplot([d if len(d) else [np.nan] for d in data], tick_labels=engines, showmeans=True)
-        for k, d in enumerate(data):
-            ax.scatter(np.full(len(d), k + 1) + np.linspace(-0.08, 0.08, len(d)), d, s=12,
-                       color=COLORS[k % len(COLORS)], marker=MARKERS[k % len(MARKERS)], zorder=3)
-        _from_zero(ax, data)
-        ax.set_ylabel(label)
-        ax.tick_params(axis="x", labelsize=8, labelrotation=15)
-    fig.suptitle(title, fontsize=10)
+def distribution(label: str, data: list[np.ndarray], engines: list[str]) -> str:
+    """A box-and-points panel of per-engine values (one point per episode), y from zero."""
+    plt, fig, ax = _figure(4.2, 3.3)
+    ax.boxplot([d if len(d) else [np.nan] for d in data], tick_labels=engines, showmeans=True)
+    for k, d in enumerate(data):
+        ax.scatter(np.full(len(d), k + 1) + np.linspace(-0.08, 0.08, len(d)), d, s=14,
+                   color=COLORS[k % len(COLORS)], marker=MARKERS[k % len(MARKERS)], zorder=3)
+    _from_zero(ax, data)
+    ax.set_ylabel(label, fontsize=8)
+    ax.tick_params(axis="x", labelsize=8, labelrotation=15)
+    ax.tick_params(axis="y", labelsize=8)
     fig.tight_layout()
-    return _data_uri(plt, fig)
-
-
-def sweep_bars(means: dict[str, list[tuple[float, float, float]]], conditions: list[str], label: str,
-               title: str) -> str:
-    """Bars of the mean per condition with bootstrap 95% CI whiskers; ``means``: engine -> per
-    condition (mean, lo, hi)."""
-    plt, fig, ax = _figure(max(7.2, 0.75 * len(conditions) + 1.5), 3.8)
-    engines = list(means)
-    width = 0.8 / max(len(engines), 1)
-    for k, e in enumerate(engines):
-        m = np.array([x[0] for x in means[e]], dtype=float)
-        lo = np.array([x[1] for x in means[e]], dtype=float)
-        hi = np.array([x[2] for x in means[e]], dtype=float)
-        err = np.vstack([np.where(np.isfinite(lo), m - lo, 0), np.where(np.isfinite(hi), hi - m, 0)])
-        ax.bar(np.arange(len(conditions)) + k * width, m, width, yerr=err, capsize=3, label=e,
-               color=COLORS[k % len(COLORS)], hatch=HATCHES[k % len(HATCHES)], edgecolor="white",
-               error_kw={"elinewidth": 1, "ecolor": "#333"})
-    ax.set_xticks(np.arange(len(conditions)) + width * (len(engines) - 1) / 2, conditions,
-                  rotation=30 if len(conditions) > 5 else 0, ha="right" if len(conditions) > 5 else "center",
-                  fontsize=8)
-    _from_zero(ax, [[x for t in v for x in t] for v in means.values()])
-    ax.set_ylabel(label)
-    ax.set_title(title, fontsize=10)
-    _legend_below(fig, ax, len(engines))
     return _data_uri(plt, fig)
 
 
@@ -123,77 +102,94 @@ def condition_means(rows, engines, conditions, values: np.ndarray, *, seed: int 
     return out
 
 
-def overlays(trajectories: dict, engines: list[str], series: list[tuple[str, str, object]]) -> str:
-    """One panel per series (label, unit, function of a trajectory dict -> 1-D array)."""
+def legend(engines: list[str], reference: str | None = None, *, extra: tuple = ()) -> str:
+    """The engines' legend on its own (one per grid of small multiples): colour, dashes and marker.
+    ``extra``: (label, matplotlib line kwargs) for other lines the panels draw."""
+    from matplotlib.lines import Line2D
+
     plt = _pyplot()
-    fig, axes = plt.subplots(len(series), 1, figsize=(6.4, 1.9 * len(series) + 0.6), dpi=100, sharex=True)
-    axes = np.atleast_1d(axes)
-    for ax, (label, unit, fn) in zip(axes, series):
-        for k, e in enumerate(engines):
-            tr = trajectories.get(e)
-            if tr is not None and len(tr.get("t", [])):
-                ax.plot(tr["t"], fn(tr), label=e, lw=1.4, **style(k))
-        ax.set_ylabel(f"{label} [{unit}]", fontsize=8)
-    axes[-1].set_xlabel("time [s]")
-    fig.suptitle("Same seed, every engine: trajectories of episode 0", fontsize=10)
-    _legend_below(fig, axes, len(engines))
+    handles = [Line2D([], [], **{**style(k), "marker": MARKERS[k % len(MARKERS)], "ms": 5, "lw": 1.8},
+                      label=e + (" (reference)" if e == reference else "")) for k, e in enumerate(engines)]
+    handles += [Line2D([], [], label=label, **kw) for label, kw in extra]
+    fig = plt.figure(figsize=(4.0, 0.3 + 0.25 * ((len(handles) + 1) // 2)), dpi=100)
+    fig.legend(handles=handles, loc="center", ncol=2, fontsize=9, frameon=False, handlelength=3.5)
     return _data_uri(plt, fig)
 
 
-def divergence(trajectories: dict, engines: list[str], reference: str, qpos_index: np.ndarray) -> str | None:
-    ref = trajectories.get(reference)
-    if ref is None or not len(ref.get("t", [])):
-        return None
-    plt, fig, ax = _figure()
-    for k, e in enumerate(engines):
-        tr = trajectories.get(e)
-        if e == reference or tr is None or not len(tr.get("t", [])):
+def _severity_ticks(ax, ticks: list[tuple[float, str]]) -> None:
+    """Ticks at the visited severities, each labelled with its severity and, below it, the physical
+    values there; a label that would run into the previous one is left off (its tick stays)."""
+    if not ticks:
+        return
+    lo, hi = ax.get_xlim()
+    px = ax.get_window_extent().width / ((hi - lo) or 1.0)  # pixels per severity unit
+    shown, last = [], None
+    for x, text in sorted(ticks):
+        half = 2.2 * max(len(line) for line in text.split("\n"))  # ~4.4 px a character at 7 pt
+        keep = last is None or (x - last[0]) * px >= last[1] + half + 4
+        shown.append((x, text if keep else ""))
+        if keep:
+            last = (x, half)
+    ax.set_xticks([x for x, _ in shown], [t for _, t in shown], fontsize=7)
+    ax.set_xlim(lo, hi)
+
+
+def family_panel(title: str, curves: dict[str, tuple], engines: list[str], reference: str | None, *,
+                 ticks: list[tuple[float, str]], xlabel: str, ylabel: str, hline: tuple | None = None,
+                 vlines: tuple = (), from_zero: bool = False) -> str:
+    """One gap family's panel: per engine, points (x, y, lo, hi) joined by a line with 95% CI bars;
+    ``ticks``: (severity, label with the physical values); ``hline``: (y, line kwargs); ``vlines``: (x, label,
+    line kwargs)."""
+    plt, fig, ax = _figure(4.2, 3.3)
+    for k, e in engine_order(engines, reference):
+        if e not in curves:
             continue
-        n = min(len(tr["t"]), len(ref["t"]))
-        d = np.linalg.norm(tr["qpos"][:n][:, qpos_index] - ref["qpos"][:n][:, qpos_index], axis=1)
-        ax.plot(ref["t"][:n], np.maximum(d, 1e-12), label=f"{e} vs {reference}", lw=1.4, **style(k))
-    ax.set_yscale("log")
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("|q - q_ref| [rad, m]")
-    ax.set_title("Closed-loop divergence from the reference engine (joint positions)", fontsize=10)
-    _legend_below(fig, ax, len(engines) - 1)
+        xs, ys, lo, hi = (np.asarray(v, float) for v in curves[e])
+        err = np.vstack([np.where(np.isfinite(lo), np.maximum(ys - lo, 0), 0),
+                         np.where(np.isfinite(hi), np.maximum(hi - ys, 0), 0)])
+        ax.errorbar(xs, ys, yerr=err, marker=MARKERS[k % len(MARKERS)], ms=5, capsize=3, label=e,
+                    lw=1.3 if e == reference else 1.8, zorder=4 if e == reference else 2, **style(k))
+    if hline is not None:
+        ax.axhline(hline[0], **hline[1])
+    for x, label, kw in vlines:
+        if x is not None and np.isfinite(x):
+            ax.axvline(x, label=label, **kw)
+    if from_zero:
+        _from_zero(ax, [np.concatenate([np.asarray(c[1], float) for c in curves.values()])] if curves else [])
+    ax.set_xlim(left=min(0.0, ax.get_xlim()[0]))
+    _severity_ticks(ax, ticks)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
     return _data_uri(plt, fig)
 
 
-def dose_response(risk, engines: list[str]) -> str:
-    """One panel per gap family: each engine's retained share of the nominal metric at the rungs
-    the sweep visited (95% CI bars), the pass fraction, the combined margin and the expected gap."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    families = list(risk.components)
-    fig, axes = plt.subplots(1, len(families), figsize=(3.2 * len(families), 3.0), dpi=100, squeeze=False)
-    for ax, name in zip(axes[0], families):
-        c = risk.components[name]
-        for k, e in enumerate(engines):
-            pts = c.curves.get(e, [])
-            xs = [0.0] + [p.severity for p in pts]
-            ys = [1.0] + [p.retained for p in pts]
-            lo = [0.0] + [p.retained - p.retained_ci95[0] for p in pts]
-            hi = [0.0] + [p.retained_ci95[1] - p.retained for p in pts]
-            ax.errorbar(xs, ys, yerr=[np.maximum(lo, 0), np.maximum(hi, 0)], marker=MARKERS[k % len(MARKERS)], ms=4,
-                        capsize=2, label=e, **style(k))
-        ax.axhline(risk.thresholds.get("pass_fraction", 0.9), color="grey", ls=":", lw=1)
-        if np.isfinite(c.margin):
-            ax.axvline(c.margin, color="black", lw=1, label="margin")
-        if c.gap is not None:
-            ax.axvline(c.gap, color="#bf8700", ls=(0, (4, 2)), lw=1.2, label="expected gap")  # no engine's colour
-        ax.set_title(name, fontsize=9)
-        ax.set_xlabel("severity (1 = typical gap)", fontsize=8)
-        ax.set_ylabel(f"share of nominal {risk.metric}", fontsize=8)
-    # One legend under the panels, with the margin and gap lines wherever a panel drew them.
-    handles = {}
-    for ax in axes[0]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=min(len(handles), 5), fontsize=8,
-               frameon=False)
-    fig.tight_layout(rect=(0, min(0.3, 0.5 / fig.get_figheight()), 1, 1))
+def time_panel(title: str, unit: str, trajectories: dict, engines: list[str], reference: str | None, fn, *,
+               command=None, log: bool = False, skip: str | None = None) -> str:
+    """One quantity of episode 0 over time in every engine (``fn``: trajectory -> 1-D array, or None
+    where the engine has no such series); ``command``: a constant drawn as a black dashed line;
+    ``skip``: an engine not drawn (its style stays reserved)."""
+    plt, fig, ax = _figure(4.2, 2.6)
+    for k, e in engine_order(engines, reference):
+        tr = trajectories.get(e) if e != skip else None
+        if tr is None or not len(tr.get("t", [])):
+            continue
+        y = fn(tr)
+        if y is None:
+            continue
+        t = np.asarray(tr["t"])[: len(y)]
+        kw = line_style(k, e == reference, len(t))
+        kw["label"] = e
+        ax.plot(t, np.maximum(y, 1e-12) if log else y, **kw)
+    if command is not None:
+        ax.axhline(command, color="black", ls=(0, (6, 3)), lw=1.2, zorder=5)
+    if log:
+        ax.set_yscale("log")
+    ax.set_title(title, fontsize=10)
+    ax.set_ylabel(f"[{unit}]", fontsize=8)
+    ax.set_xlabel("time [s]", fontsize=8)
+    ax.tick_params(labelsize=8)
+    fig.tight_layout()
     return _data_uri(plt, fig)

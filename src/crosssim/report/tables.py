@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crosssim.stats import bootstrap_ci, relative_drop
+from crosssim.sweep import settings_text
 from crosssim.text import number
 
 METRIC_TEXT = {
@@ -186,6 +187,42 @@ def verdict_meaning(risk) -> list[tuple[str, str]]:
              f"{v:g}x" if k in RATIOS else pct(v) if k in SHARES or (k not in THRESHOLD_TEXT and 0 <= v <= 1)
              else number(v))
             for k, v in (risk.thresholds or {}).items()]
+
+
+@dataclass(frozen=True)
+class MarginLine:
+    """One gap family of the margins table, every number as text with its unit (severities are
+    "1 = a typical gap"; the physical values sit beside them, formatted as the terminal does)."""
+
+    family: str
+    margin: str
+    ci: str
+    at_margin: str
+    """The physical values at the margin, e.g. "motor_strength x0.88, motor_lag 9.7 ms"."""
+    gap: str
+    at_gap: str
+    headroom: str
+    loss: str
+    verdict: str
+    engine_margins: list[str]
+
+
+def _sev(x, digits: int = 2) -> str:
+    return "—" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def margin_lines(risk) -> list[MarginLine]:
+    """The risk profile's margins per gap family, for display."""
+    out = []
+    for name, c in (risk.components or {}).items():
+        bound = "≥ " if c.censored else ""
+        out.append(MarginLine(
+            family=name, margin=bound + _sev(c.margin), ci=f"{_sev(c.margin_ci95[0])} – {_sev(c.margin_ci95[1])}",
+            at_margin=settings_text(c.margin_settings) or "—",
+            gap="none" if c.gap is None else _sev(c.gap), at_gap=settings_text(c.gap_settings or {}),
+            headroom="—" if c.headroom is None else f"{bound}{_sev(c.headroom, 1)}x", loss=pct(c.drop_at_gap),
+            verdict=c.verdict, engine_margins=[f"{e} {_sev(m)}" for e, m in c.engine_margins.items()]))
+    return out
 
 
 @dataclass(frozen=True)
