@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -30,7 +31,7 @@ def test_cli_crossval_writes_results(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(zoo_card("ppo", "Hopper")), "--engines", "mujoco,pybullet",
          "--episodes", "2", "--max-steps", "200", "--out", str(out)],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "160"})  # headers on one line
     assert proc.returncode == 0, proc.stderr
     assert "mujoco" in proc.stdout and "pybullet" in proc.stdout and "drop vs mujoco" in proc.stdout
     df = pd.read_parquet(out / "results.parquet")

@@ -108,7 +108,8 @@ def test_classic_card_mistakes_are_harness_mismatches(tmp_path, mistake):
         r["task_options"]["episode_seconds"] = 4
 
     card = _variant(tmp_path, G1, "mistake", short)
-    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
+    # 5 episodes: 0 of 5 is a decided mismatch (0 of 1 is "too few episodes to decide").
+    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=5, out=str(tmp_path / "run"),
                                       report=False)).summary
     risk = summary.risk
     assert risk.verdict == "harness mismatch", risk.harness_check
@@ -125,6 +126,7 @@ def test_history_wrapper_is_fine_in_the_right_layout(tmp_path):
         r["task_options"]["episode_seconds"] = 4
 
     card = _variant(tmp_path, G1, "right", edit)
-    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, out=str(tmp_path / "run"),
+    # 5 episodes: 0 of 5 is a decided mismatch (0 of 1 is "too few episodes to decide").
+    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=5, out=str(tmp_path / "run"),
                                       report=False)).summary
     assert summary.risk.harness_check.status == "ok", summary.risk.harness_check
