@@ -148,8 +148,11 @@ def test_zoo_agent_matches_gymnasium_v4(tmp_path, algo, env):
 
     episodes = 2
     card = load_card(zoo_card(algo, env))
+    # One at a time, as gymnasium's loop: lockstep's policy output differs in the last bits (3e-16),
+    # which HalfCheetah's contacts amplify to whole returns within 100 steps (measured: 1e-13 at 25
+    # steps, 1e-7 at 50, 27 at 100): equal numbers need the same order of operations.
     summary = crossval(CrossvalConfig(policy=str(card.path), engines=("mujoco",), episodes=episodes,
-                                      out=str(tmp_path / "run"), inline=True, risk=False)).summary
+                                      out=str(tmp_path / "run"), inline=True, risk=False, batch=False)).summary
     harness = Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
     genv = gym.make(f"{env}-v4")

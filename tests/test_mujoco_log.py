@@ -31,3 +31,13 @@ def test_warnings_reach_the_logger(caplog):
     with caplog.at_level(logging.WARNING, logger="crosssim.mujoco"):
         mujoco.mj_step(m, d)
     assert any("QPOS" in r.getMessage() for r in caplog.records)
+
+
+def test_known_harmless_warnings_are_debug_only(caplog):
+    from crosssim.mujoco_log import _warn
+
+    with caplog.at_level(logging.DEBUG, logger="crosssim.mujoco"):
+        _warn("compiler attribute 'settotalmass' is deprecated and will be removed")
+        _warn("Nan, Inf or huge value in QACC")
+    levels = {r.getMessage().split(": ", 1)[1][:20]: r.levelno for r in caplog.records}
+    assert levels == {"compiler attribute '": logging.DEBUG, "Nan, Inf or huge val": logging.WARNING}

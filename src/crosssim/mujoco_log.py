@@ -15,8 +15,14 @@ LOG = logging.getLogger("crosssim.mujoco")
 _routed = False
 
 
+HARMLESS = ("compiler attribute 'settotalmass' is deprecated",)
+"""Warnings about the scene files crosssim ships or reads unchanged (gymnasium's), not about the
+run: logged at debug level (``-v`` shows them)."""
+
+
 def _warn(message: str) -> None:
-    LOG.warning("MuJoCo: %s", message.strip())
+    message = message.strip()
+    LOG.log(logging.DEBUG if any(h in message for h in HARMLESS) else logging.WARNING, "MuJoCo: %s", message)
 
 
 def route() -> None:
