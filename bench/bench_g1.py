@@ -1,5 +1,5 @@
 """G1 episodes per second, side by side in one run: the peers' de-paced deploy loop (peer_g1.py)
-against crosssim's MuJoCo column one episode at a time and in lockstep (``--batch-episodes``).
+against crosssim's MuJoCo column in lockstep (the default) and one episode at a time (``--one-at-a-time``).
 
     .venv/bin/python bench/bench_g1.py [--episodes 30]
 
@@ -72,7 +72,7 @@ def main(argv=None) -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     os.environ.pop("CROSSSIM_PHYSICS_THREADS", None)  # the default: one physics thread per core
     startup_import = import_seconds()
-    startup_run = crossval_seconds(1, batch=False, max_steps=1)
+    startup_run = crossval_seconds(1, batch=True, max_steps=1)  # the default path
     runs = {"peer": lambda: peer_seconds(n), "single": lambda: crossval_seconds(n, batch=False),
             "batched": lambda: crossval_seconds(n, batch=True)}
     if args.one_thread:
@@ -82,7 +82,7 @@ def main(argv=None) -> None:
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print(f"start-up: python -c 'import crosssim.cli' {startup_import:.2f} s; crossval of 1 episode x 1 step "
           f"(worker spawn, sandbox, model load) {startup_run:.2f} s")
-    rows = [("peer de-paced loop", peer), ("crosssim one at a time", single), ("crosssim --batch-episodes", batched)]
+    rows = [("peer de-paced loop", peer), ("crosssim --one-at-a-time", single), ("crosssim default (lockstep)", batched)]
     if "batched, 1 thread" in took:
         rows.append(("  same, physics in 1 thread", took["batched, 1 thread"]))
     for name, s in rows:

@@ -27,7 +27,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--policies", type=int, default=30)
     parser.add_argument("--card", default=str(ROOT / "tests" / "cards" / "robots" / "unitree-g1.yaml"))
-    parser.add_argument("--batch", action="store_true", help="run each crossval with --batch-episodes")
+    parser.add_argument("--one-at-a-time", action="store_true", help="run each crossval with --one-at-a-time "
+                                                                       "(default: lockstep, as crossval's default)")
     args = parser.parse_args(argv)
     from crosssim.evaluate import crossval
     from crosssim.runner import CrossvalConfig
@@ -36,7 +37,7 @@ def main(argv=None) -> None:
     main_rss, worker_peak = [], []
     for k in range(args.policies):
         run = crossval(CrossvalConfig(policy=args.card, engines=("mujoco",), episodes=2, max_steps=50, risk=False,
-                                      report=False, cache=False, out=str(out / str(k)), batch=args.batch))
+                                      report=False, cache=False, out=str(out / str(k)), batch=not args.one_at_a_time))
         main_rss.append(rss_mb())
         worker_peak.append(max(w.get("max_rss_mb", 0.0) for w in run.summary.workers.values()))
         print(f"policy {k + 1:2d}: main RSS {main_rss[-1]:6.1f} MB, worker peak RSS {worker_peak[-1]:6.1f} MB",

@@ -74,120 +74,159 @@ a Newton or PhysX model per episode)."""
 
 def execute_job(job: EngineJob, emit) -> None:
     """Run ``job`` in this process, calling ``emit(kind, payload)`` as results arrive."""
-    from crosssim.card import load_card
-    from crosssim.errors import CrossSimError
-    from crosssim.policies import load_policy
-    from crosssim.policies.load import prestart
-    from crosssim.profiles import load_profile
-    from crosssim.runner.batched import can_batch, run_episodes_lockstep
-    from crosssim.engines import get_engine
-    from crosssim.rehearsal import FAMILY as REHEARSAL, draw
-    from crosssim.runner.rollout import Harness, run_episode
-    from crosssim.runner.simulator import open_engine
-    from crosssim.variant import Variant
-
-    def fail(exc: Exception) -> None:
-        if isinstance(exc, CrossSimError):
-            emit("error", str(exc))
-        else:
-            emit("error", f"{job.profile}: {type(exc).__name__}: {str(exc)[:300]}")
-
-    try:
-        card = load_card(job.card_path)
-        prestart(card, trust=job.trust)  # its torch import overlaps the scene parse below
-        harness = Harness.from_card(card)
-        profile = load_profile(job.profile)
-        policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=job.trust)
-        can_push = get_engine(profile.engine).capabilities.push
-        can_soften = get_engine(profile.engine).capabilities.contact_softness
-    except Exception as exc:
-        fail(exc)
+    column = _Column.open(job, emit)
+    if column is None:
         return
-    seen = {(r["condition"], int(r["episode"])): r for r in job.known}
+    for condition, fields in job.conditions:
+        if not column.run_condition(condition, fields,
+                                    [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
+            return
+    if job.sweeps and not _search_sweeps(job, column.harness, column.seen, column.run_condition, column.can_push,
+                                         column.can_soften):
+        return
+    import resource
 
-    def emit_row(payload: dict) -> None:
-        seen[(payload["condition"], int(payload["episode"]))] = payload
-        emit("row", payload)
+    emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
 
-    def run_condition(condition: str, fields: dict, todo) -> bool:
-        """Run ``todo`` episodes under one condition; False when the engine failed (reported). A
-        rehearsal condition runs each episode under its own reality, drawn from its seed."""
+
+class _Column:
+    """One engine column of a job in this process: its card, harness, profile and policy, loaded
+    once, and the ways a condition's episodes run (one variant for all, in lockstep or one at a
+    time; or each episode under its own drawn reality, the rehearsal). Every ``run_*`` returns
+    False when the engine failed (reported through ``emit``), rows already sent stay."""
+
+    def __init__(self, job: EngineJob, emit, harness, profile, policy, engine):
+        self.job, self.emit, self.harness, self.profile, self.policy = job, emit, harness, profile, policy
+        self.engine = engine
+        self.can_push = engine.capabilities.push
+        self.can_soften = engine.capabilities.contact_softness
+        self.seen = {(r["condition"], int(r["episode"])): r for r in job.known}
+        self.rows = {i: k for k, (i, _) in enumerate(job.episodes)}
+        """Episode index -> its row in a lockstep batch (always the job's whole episode list)."""
+
+    @classmethod
+    def open(cls, job: EngineJob, emit) -> "_Column | None":
+        """The column, or None when it cannot start (the reason emitted as an error)."""
+        from crosssim.card import load_card
+        from crosssim.engines import get_engine
+        from crosssim.policies import load_policy
+        from crosssim.policies.load import prestart
+        from crosssim.profiles import load_profile
+        from crosssim.runner.rollout import Harness
+
+        try:
+            card = load_card(job.card_path)
+            prestart(card, trust=job.trust)  # its torch import overlaps the scene parse below
+            harness = Harness.from_card(card)
+            profile = load_profile(job.profile)
+            policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=job.trust)
+            return cls(job, emit, harness, profile, policy, get_engine(profile.engine))
+        except Exception as exc:
+            _fail(job, emit, exc)
+            return None
+
+    def fail(self, exc: Exception) -> None:
+        _fail(self.job, self.emit, exc)
+
+    def emit_row(self, payload: dict) -> None:
+        self.seen[(payload["condition"], int(payload["episode"]))] = payload
+        self.emit("row", payload)
+
+    def _on_result(self, condition: str):
+        return lambda r: self.emit_row(dataclasses.asdict(r) | {"condition": condition})
+
+    def run_condition(self, condition: str, fields: dict, todo) -> bool:
+        """Run ``todo`` episodes under one condition. A rehearsal condition runs each episode under
+        its own reality, drawn from its seed."""
+        from crosssim.rehearsal import FAMILY as REHEARSAL, draw
+        from crosssim.runner.batched import can_batch
+        from crosssim.variant import Variant
+
         if REHEARSAL not in fields:
-            return run_variant(condition, Variant.of(**fields), todo)
+            return self.run_variant(condition, Variant.of(**fields), todo)
         realities = {}
         for episode, seed in todo:
             drawn = draw(fields[REHEARSAL], seed)
-            if not can_push:  # as the push ladder: an engine that cannot push rehearses without it
+            if not self.can_push:  # as the push ladder: an engine that cannot push rehearses without it
                 drawn.pop("push_impulse", None)
-            if not can_soften:  # nor one whose contacts have no solref (docs/risk.md, "Contact softness")
+            if not self.can_soften:  # nor one whose contacts have no solref (docs/risk.md, "Contact softness")
                 drawn = without_softness(drawn)
             realities[episode] = Variant.of(**drawn)
-        if job.batch and can_batch(get_engine(profile.engine), policy):
-            return run_realities(condition, realities, todo)
-        return all(run_variant(condition, realities[episode], [(episode, seed)]) for episode, seed in todo)
+        if self.job.batch and can_batch(self.engine, self.policy):
+            return self.run_realities(condition, realities, todo)
+        return all(self.run_variant(condition, realities[episode], [(episode, seed)]) for episode, seed in todo)
 
-    def run_realities(condition: str, realities: dict, todo) -> bool:
+    def run_realities(self, condition: str, realities: dict, todo) -> bool:
         """Episodes each under its own reality, in lockstep: one model per episode, one policy
         forward per control step for all (at most REALITIES_AT_ONCE models open at a time)."""
-        rows = {i: k for k, (i, _) in enumerate(job.episodes)}
+        from crosssim.runner.batched import run_episodes_lockstep
+        from crosssim.runner.simulator import open_engine
+
+        job, h = self.job, self.harness
         for start in range(0, len(todo), REALITIES_AT_ONCE):
             chunk, sims = todo[start:start + REALITIES_AT_ONCE], {}
             try:
                 for episode, _ in chunk:
-                    sims[rows[episode]] = open_engine(profile, harness.scene, realities[episode],
-                                                      base=harness.model_variant)
+                    sims[self.rows[episode]] = open_engine(self.profile, h.scene, realities[episode],
+                                                           base=h.model_variant)
                 run_episodes_lockstep(
-                    next(iter(sims.values())), harness, policy, [(rows[i], i, s) for i, s in chunk],
+                    next(iter(sims.values())), h, self.policy, [(self.rows[i], i, s) for i, s in chunk],
                     batch_size=len(job.episodes), max_steps=job.max_steps, sims=sims,
-                    on_result=lambda r: emit_row(dataclasses.asdict(r) | {"condition": condition}),
-                    heartbeat=lambda t: emit("progress", t))
+                    on_result=self._on_result(condition), heartbeat=lambda t: self.emit("progress", t))
             except Exception as exc:  # an engine bug: this condition's remaining episodes fail, sent rows stay
-                fail(exc)
+                self.fail(exc)
                 return False
             finally:
                 for sim in sims.values():
                     sim.close()
         return True
 
-    def run_variant(condition: str, perturbation, todo) -> bool:
+    def run_variant(self, condition: str, perturbation, todo) -> bool:
+        """``todo`` episodes under one variant: in lockstep where engine and policy allow, else one
+        at a time; the nominal one also sends the engine's audit."""
+        from crosssim.runner.batched import can_batch, run_episodes_lockstep
+        from crosssim.runner.rollout import run_episode
+        from crosssim.runner.simulator import open_engine
+
+        job, h = self.job, self.harness
         if not todo and not perturbation.is_nominal:
             return True
         try:
-            sim = open_engine(profile, harness.scene, perturbation, base=harness.model_variant)
+            sim = open_engine(self.profile, h.scene, perturbation, base=h.model_variant)
         except Exception as exc:
-            fail(exc)
+            self.fail(exc)
             return False
         try:
             if perturbation.is_nominal:
-                emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in sim.engine.audit(sim.model)])
+                self.emit("audit", [dataclasses.asdict(r) | {"status": r.status} for r in sim.engine.audit(sim.model)])
             record = job.episodes[0][0] if job.record and perturbation.is_nominal else None
-            if job.batch and can_batch(sim.engine, policy, sim.model):
-                rows = {i: k for k, (i, _) in enumerate(job.episodes)}
+            if job.batch and can_batch(sim.engine, self.policy, sim.model):
                 run_episodes_lockstep(
-                    sim, harness, policy, [(rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
-                    max_steps=job.max_steps, record_episode=record,
-                    on_result=lambda r, c=condition: emit_row(dataclasses.asdict(r) | {"condition": c}),
-                    heartbeat=lambda t: emit("progress", t))
+                    sim, h, self.policy, [(self.rows[i], i, s) for i, s in todo], batch_size=len(job.episodes),
+                    max_steps=job.max_steps, record_episode=record, on_result=self._on_result(condition),
+                    heartbeat=lambda t: self.emit("progress", t))
                 return True
             for episode, seed in todo:
-                result = run_episode(sim, harness, policy, episode=episode, seed=seed, max_steps=job.max_steps,
+                result = run_episode(sim, h, self.policy, episode=episode, seed=seed, max_steps=job.max_steps,
                                      record=episode == record)
-                emit_row(dataclasses.asdict(result) | {"condition": condition})
+                self.emit_row(dataclasses.asdict(result) | {"condition": condition})
         except Exception as exc:  # an engine bug mid-column: its remaining episodes fail, sent rows stay
-            fail(exc)
+            self.fail(exc)
             return False
         finally:
             sim.close()
         return True
 
-    for condition, fields in job.conditions:
-        if not run_condition(condition, fields, [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
-            return
-    if job.sweeps and not _search_sweeps(job, harness, seen, run_condition, can_push, can_soften):
-        return
-    import resource
 
-    emit("done", {"max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+def _fail(job: EngineJob, emit, exc: Exception) -> None:
+    """An engine failure as one error message: a CrossSimError's own line, else the exception's
+    type and the start of its text, prefixed by the column."""
+    from crosssim.errors import CrossSimError
+
+    if isinstance(exc, CrossSimError):
+        emit("error", str(exc))
+    else:
+        emit("error", f"{job.profile}: {type(exc).__name__}: {str(exc)[:300]}")
 
 
 def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push: bool, can_soften: bool = True) -> bool:
