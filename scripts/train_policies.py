@@ -29,9 +29,9 @@ EVAL_EPISODES, EVAL_SEED = 10, 10_000
 HOPPER_PPO = {"n_steps": 1024, "batch_size": 64, "n_epochs": 10, "gamma": 0.99, "gae_lambda": 0.95,
               "learning_rate": 3e-4, "clip_range": 0.2, "ent_coef": 0.0, "vf_coef": 0.5, "max_grad_norm": 0.5}
 POLICIES = {
-    "hopper-ppo-mujoco": {"task": "Hopper", "engine": "mujoco", "timesteps": 204_800, "seed": 0,
+    "hopper-ppo-mujoco": {"task": "Hopper-v5", "engine": "mujoco", "timesteps": 204_800, "seed": 0,
                           "control_period": 0.008, "hyper": HOPPER_PPO, "about": "the project's default policy"},
-    "hopper-ppo-pybullet": {"task": "Hopper", "engine": "pybullet", "timesteps": 204_800, "seed": 0,
+    "hopper-ppo-pybullet": {"task": "Hopper-v5", "engine": "pybullet", "timesteps": 204_800, "seed": 0,
                             "control_period": 0.008, "hyper": {**HOPPER_PPO, "gamma": 0.995},
                             "about": "trained through crosssim's own PyBullet engine"},
 }

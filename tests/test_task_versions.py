@@ -1,6 +1,8 @@
 """Gymnasium task versions (v4 / v5) in cards, `crosssim tasks`, `crosssim.make_env`, and the line a
 policy trained on another version gets."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
@@ -184,3 +186,15 @@ def test_tasks_command_lists_the_rest_when_one_task_cannot_be_built(capsys, monk
     lines = capsys.readouterr().out.splitlines()
     assert any(ln.startswith("Broken ") and "cannot be listed: robot/scene file not found" in ln for ln in lines)
     assert any(ln.startswith("Walker2d-v4 ") for ln in lines)
+
+
+@pytest.mark.parametrize("card", sorted((Path(__file__).resolve().parents[1] / "policies").glob("*/card.yaml")),
+                         ids=lambda p: p.parent.name)
+def test_the_projects_own_cards_draw_no_warnings(tmp_path, card):
+    """A newcomer's first run on the project's own example must not warn about the example."""
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
+
+    summary = crossval(CrossvalConfig(policy=str(card), engines=("mujoco",), episodes=1, max_steps=5,
+                                      out=str(tmp_path / "run"), risk=False, report=False)).summary
+    assert summary.warnings == []
