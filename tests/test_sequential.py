@@ -47,10 +47,8 @@ def test_a_decided_class_stops_at_once_and_a_budget_of_one_stage_runs_one(tmp_pa
     assert reh.decided is (reh.stages[0]["support"] >= rehearsal.DECIDED_SUPPORT)
 
 
-def test_quick_and_no_risk_run_one_stage(tmp_path, monkeypatch):
+def test_a_quick_preview_runs_one_stage_and_is_not_judged(tmp_path, monkeypatch):
     monkeypatch.setattr(rehearsal, "DECIDED_SUPPORT", 1.01)
-    card = CARD
-    quick = _run(card, tmp_path / "q", quick=True, max_episodes=6).summary
-    assert quick.risk.rehearsal.stages == [{"episodes": 2, "verdict": quick.risk.rehearsal.verdict,
-                                            "support": pytest.approx(quick.risk.rehearsal.stages[0]["support"])}]
-    assert quick.risk.rehearsal.decided is False
+    quick = _run(CARD, tmp_path / "q", quick=True, max_episodes=6).summary
+    assert quick.risk.rehearsal.stages == [] and quick.risk.rehearsal.decided is None
+    assert quick.risk.rehearsal.episodes == 2 and "decided" not in quick.risk.message

@@ -41,6 +41,8 @@ def _until_decided(plan: Plan, got, summary: RunSummary, progress) -> RunSummary
     from crosssim.runner.crossval import next_stage
     from crosssim.verdict import summarize
 
+    if plan.config.quick:  # a preview: its class is not judged for decision (the preview says so)
+        return summary
     stages, decided, final = [], None, plan
     while summary.risk is not None:
         reh = summary.risk.rehearsal
