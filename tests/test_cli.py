@@ -127,27 +127,31 @@ def test_audit_names_the_missing_file_not_a_card_field(capsys):
     assert "argument --robot: 'robots/nosuch.xml': no such file" in err and "card" not in err
 
 
-def _crossval(flags, capsys):
-    code = main(["crossval", "--policy", str(CARD), "--engines", "mujoco", "--episodes", "1", "--max-steps", "20",
+def _crossval(flags, capsys, card=CARD):
+    code = main(["crossval", "--policy", str(card), "--engines", "mujoco", "--episodes", "1", "--max-steps", "20",
                  "--no-risk", "--no-report", "--out", str(ROOT / "test-artifacts" / "cli-verbosity"), *flags])
     got = capsys.readouterr()
     return code, got.out, got.err
 
 
-def test_quiet_and_verbose_go_through_logging(capsys):
+def test_quiet_and_verbose_go_through_logging(capsys, tmp_path):
     """-q: warnings and the verdict (the harness check, without a risk profile) only; default: as
     before; -v: debug lines of crosssim's loggers. Before or after the command name alike."""
     import logging
+    import shutil
 
     if not CARD.exists():
         pytest.skip("example hopper policy not present")
-    code, out, err = _crossval([], capsys)
+    unversioned = tmp_path / "p" / "card.yaml"  # the example without its task version: one warning to show
+    shutil.copytree(CARD.parent, unversioned.parent)
+    unversioned.write_text(unversioned.read_text().replace("task: Hopper-v5", "task: Hopper"))
+    code, out, err = _crossval([], capsys, unversioned)
     assert code == EXIT_OK
     assert err.startswith("crossval ") and "1 episode per engine" in err and "debug:" not in err
     assert "engine" in out and "harness check:" in out and "results:" in out
     assert "warning: task Hopper runs Hopper-v5" in err  # the card names no version
 
-    code, out, err = _crossval(["-q"], capsys)
+    code, out, err = _crossval(["-q"], capsys, unversioned)
     assert code == EXIT_OK
     assert out.splitlines() == [next(line for line in out.splitlines() if line.startswith("harness check:"))]
     assert [line.split(":")[0] for line in err.splitlines()] == ["warning"]  # no header, no progress

@@ -111,7 +111,7 @@ def test_success_criterion_declared_per_task():
 def test_card_metric_is_validated_and_used(tmp_path, card):
     from crosssim.errors import CardError
 
-    for value, error in (("speed", "task Hopper declares: return, survival"), (3, "metric")):
+    for value, error in (("speed", "task Hopper(-v5)? declares: return, survival"), (3, "metric")):
         with pytest.raises(CardError, match=error):
             load_card(_card_copy(tmp_path, metric=value))
     chosen = load_card(_card_copy(tmp_path, metric="survival"))
