@@ -256,9 +256,18 @@ def compose(card, harness, residual, gate, *, trust: bool = False):
 def _relocated(raw: dict, base_dir: Path, out_dir: Path) -> dict:
     """Card fields holding paths relative to the base card, made relative to ``out_dir``."""
     raw = json.loads(json.dumps(raw))
-    robot = raw.get("robot")
-    if isinstance(robot, str) and (base_dir / robot).exists():
-        raw["robot"] = os.path.relpath((base_dir / robot).resolve(), out_dir.resolve())
+    def moved(value):
+        if isinstance(value, str) and (base_dir / value).exists():
+            return os.path.relpath((base_dir / value).resolve(), out_dir.resolve())
+        return value
+
+    if "robot" in raw:
+        raw["robot"] = moved(raw["robot"])
+    deployment = raw.get("deployment")
+    if isinstance(deployment, dict):  # the deployment file and an actuator net are paths too
+        for key in ("file", "actuator"):
+            if key in deployment:
+                deployment[key] = moved(deployment[key])
     return raw
 
 
