@@ -62,14 +62,27 @@ def test_seconds_per_engine_from_the_run_start(monkeypatch):
 
 
 def test_pipe_eta_counts_only_episodes_run_now(monkeypatch):
-    clock = iter([100.0, 100.0, 110.0, 130.0])  # start, cached, first row, second row
+    clock = iter([100.0, 100.0, 110.0, 130.0, 150.0])  # start, cached, first row, second row, third
     monkeypatch.setattr("crosssim.progress.time.monotonic", lambda: next(clock))
     stream, progress = _pipe(interval=0)
     progress("mujoco", 10, 20, {"failure": None, "cached": True})
-    progress("mujoco", 11, 20, {"failure": None})
+    progress("mujoco", 11, 20, {"failure": None})  # carries the start-up: sets the speed's origin only
+    assert stream.getvalue().splitlines()[-1] == "  mujoco: 11/20 episodes (55 %)"  # no ETA from start-up
     progress("mujoco", 12, 20, {"failure": None})
-    # 2 episodes in 30 s since the cached ones were counted: 8 left, about 2 min.
-    assert stream.getvalue().splitlines()[-1] == "  mujoco: 12/20 episodes (60 %), about 2 min 00 s left"
+    progress("mujoco", 13, 20, {"failure": None})
+    # 2 episodes in 40 s after the first: 7 left, about 2 min 20 s.
+    assert stream.getvalue().splitlines()[-1] == "  mujoco: 13/20 episodes (65 %), about 2 min 20 s left"
+
+
+def test_the_first_eta_is_not_start_up_spread_over_the_run(monkeypatch):
+    """A 50 s run whose first episode waited 20 s for its worker said "about 32 min left"."""
+    clock = iter([0.0, 20.0, 20.5, 21.0])
+    monkeypatch.setattr("crosssim.progress.time.monotonic", lambda: next(clock))
+    stream, progress = _pipe(interval=0)
+    progress("mujoco", 1, 100, {"failure": None})
+    progress("mujoco", 2, 100, {"failure": None})
+    progress("mujoco", 3, 100, {"failure": None})
+    assert stream.getvalue().splitlines()[-1] == "  mujoco: 3/100 episodes (3 %), about 48 s left"
 
 
 def test_status_is_said_in_a_pipe_and_shown_on_a_bar():

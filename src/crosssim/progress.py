@@ -5,7 +5,9 @@
 engine column with its ETA (rich); in a pipe or a CI log it prints one line per engine at most
 every ``interval`` seconds, and when the engine finishes. Either way a count never passes its
 total: rows reused from the cache start the bar (``row["cached"]``) and do not count toward the
-speed the ETA is computed from. ``row["status"]`` shows a status instead (e.g. Warp compiling its
+speed the ETA is computed from, nor does the first episode after a start-up (it carries the worker
+spawn, the model load, a Warp compile: spread over every episode left it made a 50 s run say
+"about 32 min left"). ``row["status"]`` shows a status instead (e.g. Warp compiling its
 kernels), and a failed episode is always printed, in full.
 """
 
@@ -34,6 +36,10 @@ class _Engine:
     last: float = 0.0
     """When its last report came (the engine column's wall time, from the run's start)."""
     failures: int = 0
+    armed: bool = False
+    """Whether the speed's origin is set: the first episode after the start (or after a cached
+    count or a status) carries the start-up (worker spawn, model load, a Warp compile) and only
+    sets the origin, so the first ETA is not start-up time spread over every episode left."""
 
     def eta(self, now: float) -> float | None:
         new = self.done - self.start_done
@@ -117,15 +123,16 @@ class RunProgress:
         total = max(int(total), 1)
         done = min(int(done), total)  # never "15/6", whatever a caller counts
         e = self.engines.get(engine)
+        plain = not (row.get("cached") or row.get("status"))
         if e is None:
-            first_row = not (row.get("cached") or row.get("status"))
-            e = self.engines[engine] = _Engine(total=total, done=done, start_done=max(done - 1, 0) if first_row else done,
-                                               start=self._t0 if first_row else now)
+            e = self.engines[engine] = _Engine(total=total, done=done, start_done=done, start=now, armed=plain)
             if self._bars is not None:
                 e.task = self._bars.add_task(printable(self.label + engine, 24), total=total, completed=done, status="")
         else:
-            if row.get("cached") or row.get("status"):
-                e.start_done, e.start = max(e.start_done, done), now
+            if not plain:
+                e.start_done, e.start, e.armed = max(e.start_done, done), now, False
+            elif not e.armed:  # the first episode after a start-up: the speed counts from here
+                e.start_done, e.start, e.armed = done, now, True
             e.total, e.done = total, done
         e.last = now
         status = row.get("status")
