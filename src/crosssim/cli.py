@@ -297,11 +297,16 @@ def cmd_audit(args) -> int:
 def cmd_report(args) -> int:
     """Exit EXIT_OK once report.html is written, even when parts could not be rebuilt (each one said
     on stderr: a run folder moved away from its card loses its filmstrips and joint plots)."""
+    import time
+
     from crosssim.report import build_report
 
+    t0 = time.monotonic()
+    LOG.info("report %s: rendering %splots (a legged robot's take about a minute)", printable(str(args.dir), 500),
+             "filmstrips and " if args.filmstrips else "")
     result = build_report(args.dir, filmstrips=args.filmstrips)
     if logs.enabled():
-        print(f"report: {result.path}")
+        print(f"report: {result.path} (built in {time.monotonic() - t0:.0f} s)")
     for what in result.left_out:
         LOG.warning("incomplete report: %s", printable(what, 2000))
     return EXIT_OK
