@@ -151,12 +151,14 @@ def test_gate_and_real_sections_in_chromium(gate_dir):
         browser.close()
 
 
-def test_report_regenerates_from_stored_results(run_dir):
+def test_report_regenerates_from_stored_results(run_dir, capsys):
     from crosssim.cli import main
 
     (run_dir / "report.html").unlink()
     assert main(["report", str(run_dir), "--no-filmstrips"]) == 0
     assert (run_dir / "report.html").stat().st_size > 10_000
+    said = capsys.readouterr()  # what it renders before the wait, how long it took after
+    assert "rendering plots" in said.err and "report.html (built in " in said.out
 
 
 def _without_timestamp(html: str) -> str:
