@@ -8,6 +8,12 @@ key, same numbers (the determinism tests hold this). Each row is its own small f
 atomically, so a ``kill -9`` loses at most the episode in flight. Failed episodes are not
 cached: a crash may be transient. A damaged entry is ignored (one warning line) and computed
 again. The cache lives outside the checkout (``default_root``).
+
+Size: every crosssim change orphans the old rows (the code is in the key), so the cache is capped
+(``$CROSSSIM_CACHE_MAX_MB``, default 2048) and pruned after each run, least recently used first (a
+hit touches its file). Kept in-house rather than diskcache or joblib.Memory: one small JSON per row,
+written by an atomic rename, is what lets a killed run keep every finished episode and lets a
+human read a row; the pruning those libraries would add is these twenty lines.
 """
 
 from __future__ import annotations
@@ -79,6 +85,16 @@ def _valid_row(data) -> bool:
     return traj is None or isinstance(traj, dict) and all(isinstance(v, list) for v in traj.values())
 
 
+def max_cache_bytes() -> int:
+    """The cache's size cap: ``$CROSSSIM_CACHE_MAX_MB`` MiB (a whole number >= 1), default 2048."""
+    from crosssim.errors import CrossSimError
+
+    text = os.environ.get("CROSSSIM_CACHE_MAX_MB", "").strip() or "2048"
+    if not text.isdigit() or int(text) < 1:
+        raise CrossSimError(f"CROSSSIM_CACHE_MAX_MB={text!r}: set it to a whole number of MiB >= 1")
+    return int(text) << 20
+
+
 class ResultCache:
     def __init__(self, root: Path, *, card, scene: Path | None, max_steps, trust: bool, profiles: dict[str, dict],
                  batch: int = 0):
@@ -122,7 +138,40 @@ class ResultCache:
             return None
         if data.get("trajectory"):
             data["trajectory"] = {k: np.asarray(v) for k, v in data["trajectory"].items()}
+        try:
+            os.utime(path)  # used now: the last to be pruned
+        except OSError:
+            pass
         return data
+
+    def prune(self, max_bytes: int | None = None) -> int:
+        """Remove the least recently used rows until the cache holds at most 90 % of ``max_bytes``
+        (default: ``max_cache_bytes()``) when it holds more; returns how many were removed."""
+        cap = max_cache_bytes() if max_bytes is None else max_bytes
+        files = []
+        try:
+            for path in self.root.glob("??/*.json"):
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                files.append((st.st_mtime, st.st_size, path))
+        except OSError:
+            return 0
+        total = sum(size for _, size, _ in files)
+        if total <= cap:
+            return 0
+        removed = 0
+        for _, size, path in sorted(files):  # oldest use first
+            if total <= 0.9 * cap:
+                break
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            total -= size
+            removed += 1
+        return removed
 
     def put(self, key: str, row: dict) -> None:
         if row.get("failure"):
