@@ -113,14 +113,14 @@ def build_worlds(base: NewtonModel, n: int) -> NewtonWorlds | None:
         where = getattr(nm, f"{kind}_world", None)
         if where is not None and not np.array_equal(where.numpy(), np.repeat(np.arange(n), len(where) // n)):
             raise EngineFailure(f"newton: the replicated model does not hold its {kind}s world by world; "
-                                "run without --batch-episodes (and report this Newton version)")
+                                "run with --one-at-a-time (and report this Newton version)")
     tile_parameters(base.nm, nm, n)
     _switch_off_actuators(nm, None)
     nm.set_gravity(tuple(float(g) for g in base.canonical.gravity))
     bad = world_mismatches(base.nm, nm, n)
     if bad:
         raise EngineFailure(f"newton: {n} worlds differ from the single-world model in {', '.join(bad[:5])}; "
-                            "run without --batch-episodes (and report this Newton version)")
+                            "run with --one-at-a-time (and report this Newton version)")
     solver_args = settings_of(base.profile, NewtonSettings).solver_args
     solver, _, _ = _make_solver(nm, base.compiled.mj, base.solver_name, solver_args, {})
     control = nm.control()
