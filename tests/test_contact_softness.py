@@ -85,6 +85,18 @@ def test_direct_form_solref_becomes_a_time_constant(tmp_path):
         compile_model(scene, ModelVariant(contact_dampratio=0.5))
 
 
+def test_a_scene_with_its_own_time_constant_keeps_it_as_nominal(tmp_path):
+    """The axis scales the scene's own time constants (value / 20 ms): a stiffer robot geom (5 ms) is
+    not reset to 20 ms by the ladder's nominal, nor made 4x softer by its first rung."""
+    scene = tmp_path / "stiff.xml"
+    scene.write_text(BOX.format(z=HALF).replace('mass="1"', 'mass="1" solref="0.005 1"'))
+    own = compile_model(scene).mj.geom_solref[:, 0]
+    assert sorted(own) == [0.005, 0.02]
+    for value in (0.02, 0.022, 0.04):
+        m = compile_model(scene, ModelVariant(contact_timeconst=value)).mj
+        assert np.allclose(m.geom_solref[:, 0], own * value / 0.02), value
+
+
 def test_mujoco_contact_gives_way_more_as_the_time_constant_grows(boxes):
     """Resting penetration grows with the square of the time constant (measured 0.017, 0.068, 0.25 mm
     at 20, 40, 80 ms) and the deepest sink after a 5 cm drop with it (5.6, 12.5, 26.4 mm)."""

@@ -316,16 +316,24 @@ def _solrefs(m):
     return [a for a in (m.geom_solref, m.pair_solref) if len(a)]
 
 
+SCENE_TIMECONST = 0.02
+"""MuJoCo's default contact time constant [s]: ``contact_timeconst`` is stated for a scene that
+keeps it (the ladder's nominal, crosssim.sweep.NOMINAL)."""
+
+
 @model_axis("contact_timeconst")
 def _contact_timeconst(m, value: float) -> None:
     # Every geom, the world's and the robot's: MuJoCo mixes the two geoms' solref of a contact
-    # (solmix), so only setting both makes a robot-ground contact's time constant this value.
+    # (solmix), so scaling both scales a robot-ground contact's time constant. Scaled from the
+    # scene's own (value / 20 ms): a scene at MuJoCo's default gets exactly ``value``, and one whose
+    # contacts are stiffer or softer keeps its own as nominal instead of being reset to 20 ms.
     if not value > 0:
         raise CrossSimError(f"contact_timeconst must be a time constant > 0 [s], not {value!r}")
     for solref in _solrefs(m):
         direct = solref[:, 0] <= 0  # direct (stiffness, damping) form: becomes standard, critically damped
         solref[direct, 1] = 1.0
-        solref[:, 0] = value
+        solref[direct, 0] = value
+        solref[~direct, 0] *= value / SCENE_TIMECONST
 
 
 @model_axis("contact_dampratio")
