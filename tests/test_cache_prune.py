@@ -27,6 +27,12 @@ def test_prune_removes_the_least_recently_used_rows_down_to_90_percent(tmp_path)
     left = [k for k in range(20) if cache._path(keys[k]).exists()]
     assert left == [0, *range(12, 20)]  # the oldest unused went first; the one just read stayed
     assert cache.prune(max_bytes=10 * size) == 0  # under the cap: nothing to do
+    other = tmp_path / "ab" / "notes.json"  # a --cache-dir that holds something else: never removed
+    other.parent.mkdir(exist_ok=True)
+    other.write_text("{}" * 1000)
+    os.utime(other, (1, 1))
+    cache.prune(max_bytes=size)
+    assert other.exists() and cache.written == 20
 
 
 def test_the_cap_comes_from_the_environment(monkeypatch):

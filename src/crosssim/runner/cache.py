@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -85,6 +86,10 @@ def _valid_row(data) -> bool:
     return traj is None or isinstance(traj, dict) and all(isinstance(v, list) for v in traj.values())
 
 
+_ROW_NAME = re.compile(r"[0-9a-f]{32}\.json")
+"""A row's file name (``ResultCache._path``): the only files ``prune`` removes."""
+
+
 def max_cache_bytes() -> int:
     """The cache's size cap: ``$CROSSSIM_CACHE_MAX_MB`` MiB (a whole number >= 1), default 2048."""
     from crosssim.errors import CrossSimError
@@ -108,6 +113,8 @@ class ResultCache:
                                                                                .get("actuator"))]
                           for name, value in profiles.items()}
         self._warned = False
+        self.written = 0
+        """Rows ``put`` wrote in this process (``prune`` has nothing to do when none were)."""
 
     def key(self, engine: str, condition: str, fields: dict, seed: int) -> str:
         profile = self._profiles.get(engine) or [None, profile_digest(engine)]
@@ -151,6 +158,8 @@ class ResultCache:
         files = []
         try:
             for path in self.root.glob("??/*.json"):
+                if not _ROW_NAME.fullmatch(path.name) or path.parent.name != path.name[:2]:
+                    continue  # only rows this cache wrote, whatever else a --cache-dir holds
                 try:
                     st = path.stat()
                 except OSError:
@@ -185,5 +194,6 @@ class ResultCache:
                 payload["trajectory"] = {k: np.asarray(v).tolist() for k, v in payload["trajectory"].items()}
             tmp.write_text(json.dumps(payload, default=float))
             os.replace(tmp, path)
+            self.written += 1
         except OSError:
             pass  # a cache that cannot be written only costs speed, never the run

@@ -483,7 +483,7 @@ def execute(plan: Plan, *, progress=None) -> Collected:
             close()
     if plan.sweeps:
         _keep_visited(plan, got, cached_rungs)
-    if plan.cache:  # capped: old crosssim versions' rows go first (crosssim.runner.cache)
+    if plan.cache and plan.cache.written:  # capped: old crosssim versions' rows go first (crosssim.runner.cache)
         plan.cache.prune()
     return got
 
