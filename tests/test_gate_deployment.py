@@ -47,3 +47,30 @@ def test_a_changed_risk_metric_fails():
     assert decision.status == FAIL
     assert "'survival'" in next(c for c in decision.checks if c.name == "risk metric").message
     assert not any(c.name == "risk metric" for c in decide(base, GateConfig(), base).checks)
+
+
+def _with_axes(summary, **axes):
+    from crosssim.results import Rehearsal
+
+    reh = Rehearsal(verdict="low", loss=0.01, loss_ci95=(0.0, 0.02), failure_rate=0.0, failure_ci95=(0.0, 0.1),
+                    nominal_failure_rate=0.0, episodes=10, support={"low": 1.0}, margin=2.0, margin_censored=False,
+                    margin_points=[], engines={}, axes=[(n, v, "family") for n, v in axes.items()], shares={},
+                    bands={})
+    return dataclasses.replace(summary, risk=dataclasses.replace(summary.risk, rehearsal=reh))
+
+
+def test_a_milder_rehearsal_axis_fails_even_where_the_family_severity_stays():
+    """The verdict rests on the rehearsal's distribution: one axis made milder (sensor noise halved,
+    contact softness dropped) lowers the bar though the family's severity is unchanged."""
+    gaps = dict(actuation=1.0, timing=1.0, contact=1.0)
+    base = _with_axes(_with_gaps(_summary(), **gaps), obs_noise=0.01, motor_strength=0.9, contact_timeconst=0.03,
+                      motor_free_speed=20.0)
+    pr = _with_axes(_with_gaps(_summary(), **gaps), obs_noise=0.005, motor_strength=0.9, motor_free_speed=40.0)
+    check = next(c for c in decide(pr, GateConfig(), base).checks if c.name == "deployment gap")
+    assert check.status == FAIL
+    for name in ("obs_noise", "contact_timeconst", "motor_free_speed"):  # a free speed is milder when higher
+        assert f"rehearsal {name}" in check.message
+    assert "motor_strength" not in check.message
+    harsher = _with_axes(_with_gaps(_summary(), **gaps), obs_noise=0.02, motor_strength=0.8, contact_timeconst=0.04,
+                         motor_free_speed=10.0)
+    assert not any(c.name == "deployment gap" for c in decide(harsher, GateConfig(), base).checks)

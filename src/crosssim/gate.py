@@ -197,6 +197,33 @@ def _milder_gaps(risk, base_risk) -> list[str]:
         got = (mine.gap or 0.0) if mine is not None else 0.0
         if got < want - 1e-9:
             out.append(f"{family} gap {got:.3g} < {want:.3g}")
+    return out + _milder_realities(risk.rehearsal, base_risk.rehearsal)
+
+
+def _milder_realities(rehearsal, base) -> list[str]:
+    """Axes of the deployment rehearsal (the verdict's evidence) whose expected value lies closer
+    to nominal in ``rehearsal`` than in ``base``, or that it dropped: a family's severity can stay
+    while one of its axes is made milder."""
+    if rehearsal is None or base is None:
+        return []
+    from crosssim.sweep import lin, nominal
+
+    def severity(name, value):
+        try:
+            return abs(lin(name, float(value)) - lin(name, nominal(name)))
+        except (TypeError, ValueError, KeyError):
+            return None  # not a number (an actuator file): its file change is a physical change
+
+    mine = {a[0]: a[1] for a in rehearsal.axes}
+    out = []
+    for name, value, *_ in base.axes:
+        want = severity(name, value)
+        if want is None:
+            continue
+        got = severity(name, mine[name]) if name in mine else 0.0
+        if got is not None and got < want - 1e-9:
+            out.append(f"rehearsal {name} {printable(str(mine.get(name, 'dropped')), 40)} milder than "
+                       f"{printable(str(value), 40)}")
     return out
 
 
