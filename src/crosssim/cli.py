@@ -17,7 +17,7 @@ from crosssim import logs, options
 from crosssim.errors import CrossSimError
 from crosssim.options import Parser, add_options, from_args, option, same_as
 from crosssim.runner.crossval import CrossvalConfig
-from crosssim.text import plural, printable
+from crosssim.text import duration, plural, printable
 from crosssim.gate_command import GateArgs, cmd_gate
 from crosssim.train import TrainConfig
 
@@ -306,7 +306,7 @@ def cmd_report(args) -> int:
              "filmstrips and " if args.filmstrips else "")
     result = build_report(args.dir, filmstrips=args.filmstrips)
     if logs.enabled():
-        print(f"report: {result.path} (built in {time.monotonic() - t0:.0f} s)")
+        print(f"report: {result.path} (built in {duration(time.monotonic() - t0)})")
     for what in result.left_out:
         LOG.warning("incomplete report: %s", printable(what, 2000))
     return EXIT_OK

@@ -17,12 +17,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from crosssim.text import plural, printable
-
-
-def _duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+from crosssim.text import duration, plural, printable
 
 
 @dataclass
@@ -87,7 +82,7 @@ class RunProgress:
             if self._bars is not None:
                 self._bars.update(e.task, total=e.done if exc_type is None else e.total, status=note)
             elif note.startswith("done"):
-                print(f"  {self.label}{name}: done, {plural(e.done, 'episode')} in {_duration(now - e.start)} "
+                print(f"  {self.label}{name}: done, {plural(e.done, 'episode')} in {duration(now - e.start)} "
                       f"({note.removeprefix('done; ')})", file=self.stream, flush=True)
             elif exc_type is None:
                 print(f"  {self.label}{name}: {e.done}/{plural(e.total, 'episode')}, {note}", file=self.stream,
@@ -154,8 +149,8 @@ class RunProgress:
         eta = e.eta(now)
         text = f"  {self.label}{engine}: {e.done}/{plural(e.total, 'episode')} ({100 * e.done / e.total:.0f} %)"
         if e.done >= e.total:
-            text += f", done in {_duration(now - e.start)}"
+            text += f", done in {duration(now - e.start)}"
         elif eta is not None:
-            text += f", about {_duration(eta)} left"
+            text += f", about {duration(eta)} left"
         print(text + (f" ({note})" if note else ""), file=self.stream, flush=True)
         e.printed = now

@@ -78,3 +78,9 @@ def number(x: float) -> str:
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``n`` and ``word`` agreeing: "1 episode", "2 episodes", "0 episodes" (``many``: an irregular plural)."""
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def duration(seconds: float) -> str:
+    """A wall time as the terminal says it: "42 s", "5 min 38 s"."""
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"

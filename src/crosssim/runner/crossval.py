@@ -29,7 +29,7 @@ from crosssim.runfolder import RunFolder
 from crosssim.runner.harness import Harness
 from crosssim.runner.workers import EngineJob
 from crosssim.sweep import Ladder
-from crosssim.text import slug
+from crosssim.text import duration, slug
 
 
 DEFAULT_ENGINES = ("mujoco", "pybullet", "newton-mujoco-warp")
@@ -441,8 +441,7 @@ def execute(plan: Plan, *, progress=None) -> Collected:
         e = job.profile
         total = len(job.units()) + len(job.skip) + _sweep_units(job)  # got.rows[e] holds the cached rows too
         if e in waiting and kind in ("row", "progress"):  # the start-up said before the wait is over
-            s = time.monotonic() - waiting.pop(e)
-            took = f"{int(s // 60)} min {s % 60:.0f} s" if s >= 60 else f"{s:.0f} s"
+            took = duration(time.monotonic() - waiting.pop(e))
             progress(e, len(got.rows[e]), total, {"failure": None,
                                                   "status": f"start-up done in {took} (Warp kernels compiled and cached)"})
         if kind == "row":
