@@ -291,13 +291,14 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common, rehea
                             {f: c.gap for f, c in components.items()})
     if verdict == "unknown" and any(not np.isfinite(c.margin) for c in components.values()):
         missing = [f for f, c in components.items() if not np.isfinite(c.margin)]
-        message = f"unknown risk: no tolerance margin for {', '.join(missing)} (a sweep did not run: engine failure?)"
+        named, diagnosis = "unknown", f"no tolerance margin for {', '.join(missing)} (a sweep did not run: engine failure?)"
     elif driver is None:
-        message = "low risk: no deployment gap is expected on any family"
+        named, diagnosis = "low", "no deployment gap is expected on any family"
     else:
+        named = verdict
         c = components[driver]
         bound = ">= " if c.censored else ""
-        message = (f"{verdict} risk: least headroom in {c.what.split(' (')[0]}: {metric} stays within "
+        diagnosis = (f"least headroom in {c.what.split(' (')[0]}: {metric} stays within "
                    f"{100 * common['thresholds']['pass_fraction']:.0f}% of nominal up to severity {bound}{c.margin:.2f} "
                    f"[{c.margin_ci95[0]:.2f}, {c.margin_ci95[1]:.2f}] ({settings_text(c.margin_settings)}); "
                    f"expected gap {c.gap:.2f} ({settings_text(c.gap_settings)}); headroom {bound}"
@@ -307,7 +308,8 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common, rehea
     disagreement = "; ".join(f"{f}: engine margins {', '.join(f'{e} {number(m)}' for e, m in components[f].engine_margins.items())}"
                              f" differ by {s:.1f}" for f, s in spread.items())
     if disagreement:
-        message += f"; engines disagree on the tolerance ({disagreement})"
+        diagnosis += f"; engines disagree on the tolerance ({disagreement})"
+    message = f"{named} risk: {diagnosis}"
     support = common.get("verdict_support") or {}
     if verdict_uncertain(support, verdict, common["thresholds"]):
         others = ", ".join(f"{v} {support_text(p)}" for v, p in support.items() if v != verdict)
@@ -317,7 +319,7 @@ def _verdict(components: dict[str, RiskComponent], weights, check, common, rehea
         import dataclasses
 
         verdict = rehearsal.verdict
-        diagnosis = message.split(": ", 1)[-1].split("; uncertain: ")[0]  # the ladders' own support no longer decides
+        # the ladders' text is the diagnosis now; their own support no longer decides
         message = f"{rehearsal_text(rehearsal, common['metric'])}; diagnosis (ladders): {diagnosis}"
         agg = dataclasses.replace(agg, drop=rehearsal.loss, ci95=rehearsal.loss_ci95)
         common = dict(common, verdict_support=rehearsal.support)
