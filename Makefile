@@ -12,7 +12,7 @@ export MUJOCO_GL ?= egl
 # Warp kernels compile into ~/.cache/crosssim/warp (engines/newton.py), never into the checkout:
 # compiled kernels planted by a pull request would run as code.
 
-.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-design-round2 validate-design-round3 validate-untouched2 validate-untouched3 validate-retest-untouched3 design-round2 design-round3 retest-untouched3 multisim correct clean-venv
+.PHONY: venv crossval test test-fast policies fixtures bench validate validate-retest validate-design-round2 validate-design-round3 validate-untouched2 validate-untouched3 validate-retest-untouched3 validate-untouched4 design-round2 design-round3 retest-untouched3 multisim correct clean-venv
 
 venv: $(STAMP)
 
@@ -115,3 +115,11 @@ bounds:
 	VIRTUAL_ENV=$(BOUNDS_DIR)/env $(BOUNDS_DIR)/tool/bin/uv pip install -q -r $(BOUNDS_DIR)/lowest.txt
 	VIRTUAL_ENV=$(BOUNDS_DIR)/env $(BOUNDS_DIR)/tool/bin/uv pip install -q --no-deps -e .
 	CROSSSIM_CACHE=$(BOUNDS_DIR)/rows $(BOUNDS_DIR)/env/bin/python -m pytest -q -p no:cacheprovider -m "not slow" $(BOUNDS_TESTS)
+
+# The fourth untouched part (validation/validate_untouched4.py): the deployment rehearsal's test.
+validate-untouched4: $(STAMP)
+	$(PY) validation/train_population.py --split untouched4
+	$(PY) validation/validate_untouched4.py --phase measure $(ARGS)
+	$(PY) validation/validate_untouched4.py --phase retest $(ARGS)
+	$(PY) validation/validate_untouched4.py --phase seeds $(ARGS)
+	$(PY) validation/validate_untouched4.py --phase score

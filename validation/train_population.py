@@ -33,7 +33,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / ".cache" / "population"
-PERIOD = {"Hopper": 0.008, "HalfCheetah": 0.05, "Walker2d": 0.008, "Ant": 0.05, "InvertedDoublePendulum": 0.05}
+PERIOD = {"Hopper": 0.008, "HalfCheetah": 0.05, "Walker2d": 0.008, "Ant": 0.05, "InvertedDoublePendulum": 0.05,
+          "InvertedPendulum": 0.04}
 EXTENSION = ((500_000, False, 1), (500_000, True, 1))
 """Added to the untouched split after its first scoring (2026-12-01, n = 7 ranked: the 250k Ant
 policies fall), by a rule fixed before any of these trained: the second seed of both 500k budgets,
@@ -63,6 +64,18 @@ the next design is frozen (validation/NOTEBOOK.md, "Third untouched part"). (Thi
 are sealed"; the realities were sealed before any of these policies had trained, which the check
 does not depend on.)"""
 
+UNTOUCHED4 = {
+    "InvertedPendulum": ((5_000, False, 0), (5_000, True, 0), (15_000, False, 0), (15_000, True, 0),
+                         (60_000, False, 0), (60_000, True, 0)),
+}
+"""The fourth untouched split (2026-12-03), fixed before any of it trained: the test of the deployment
+rehearsal (issue 33) with validation/realities_untouched4.py. The part scores these together with the
+design part's 16 policies (they have never run in the fourth part's realities, and the rehearsal's
+bands were fixed from what a team tolerates, not on any population); every Hopper policy the project
+has falls at nominal, so a task whose policies can hold (a cart-pole) at budgets from barely trained
+to converged is added to make every class possible. A task no earlier part used; cheap to train
+here (one core, minutes)."""
+
 
 def population() -> list[dict]:
     out = []
@@ -81,6 +94,8 @@ def population() -> list[dict]:
         out += [dict(task=task, budget=b, dr=dr, seed=seed, split="untouched2") for b, dr, seed in specs]
     for task, specs in UNTOUCHED3.items():
         out += [dict(task=task, budget=b, dr=dr, seed=seed, split="untouched3") for b, dr, seed in specs]
+    for task, specs in UNTOUCHED4.items():
+        out += [dict(task=task, budget=b, dr=dr, seed=seed, split="untouched4") for b, dr, seed in specs]
     for p in out:
         p["name"] = f"{p['task'].lower()}-ppo-{p['budget'] // 1000}k-{'dr' if p['dr'] else 'nodr'}-s{p['seed']}"
     return out
@@ -170,13 +185,13 @@ def train(spec: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=None)
-    ap.add_argument("--split", choices=("selection", "untouched", "untouched2", "untouched3"), default=None)
+    ap.add_argument("--split", choices=("selection", "untouched", "untouched2", "untouched3", "untouched4"), default=None)
     ap.add_argument("--list", action="store_true")
     args = ap.parse_args()
     for spec in population():
         if args.split not in (None, spec["split"]) or args.only not in (None, spec["name"]):
             continue
-        if args.split is None and args.only is None and spec["split"] in ("untouched2", "untouched3"):
+        if args.split is None and args.only is None and spec["split"] in ("untouched2", "untouched3", "untouched4"):
             continue  # trained on request only (--split untouched2/3, make validate-untouched2/3), not by make validate
         if args.list:
             print(spec["split"], spec["name"])
