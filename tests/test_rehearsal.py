@@ -51,6 +51,35 @@ def test_joint_margin_interpolates_between_the_last_pass_and_the_first_fail():
     assert R.joint_margin([(1.0, 0.5), (4.0, 0.9)], 0.0) == (4.0, True)
 
 
+def test_joint_margin_fits_every_visited_point_monotonically():
+    """A noisy pass above a fail no longer decides the margin alone: the monotone fit pools the
+    violating points (0.5 fails at 1.3, 1.0 passes at 0.7: pooled 1.0, the edge) and the crossing
+    moves to where the pooled curve passes 1."""
+    assert R.monotone([0.2, 1.3, 0.7, 2.0]) == pytest.approx([0.2, 1.0, 1.0, 2.0])
+    margin, censored = R.joint_margin([(0.5, 1.3), (1.0, 0.7), (2.0, 2.0)], 0.2)
+    assert not censored and margin == pytest.approx(1.0)  # the pooled edge, reached at scale 1.0
+    # the old reading (first fail after the last pass at 0) would have said 0.5 * 0.8 / 1.1 = 0.36
+    assert R.joint_margin([(0.5, 1.3), (1.0, 0.7), (2.0, 2.0)], 0.2)[0] > 0.5
+
+
+def test_joint_margin_interval_comes_from_refitting_resampled_episodes():
+    """The interval bootstraps the episodes through the whole fit: it contains the point, is wider
+    with disagreeing episodes and is the same for the same seed."""
+    import pandas as pd
+
+    rows = []
+    for ep in range(8):
+        rows.append(dict(engine="mujoco", condition="nominal", episode=ep, terminated=False, failure=None, v=100.0))
+        for scale, value in ((0.5, 95.0), (1.0, 60.0 if ep % 2 else 95.0), (2.0, 10.0)):
+            rows.append(dict(engine="mujoco", condition=R.condition(scale), episode=ep, terminated=False,
+                             failure=None, v=value))
+    df = pd.DataFrame(rows)
+    ok = df.failure.isna().to_numpy()
+    margin, censored, points, ci = R._margin(df, df.v.to_numpy(), ok, "mujoco", list(range(8)))
+    assert ci[0] <= margin <= ci[1] and ci[1] > ci[0]
+    assert R._margin(df, df.v.to_numpy(), ok, "mujoco", list(range(8)))[3] == ci
+
+
 def test_wilson_interval_is_sane_at_the_ends():
     lo, hi = R.wilson(0, 10)
     assert lo == 0 and 0.2 < hi < 0.35

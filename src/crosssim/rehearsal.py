@@ -157,20 +157,35 @@ def passes(nominal_values, values, failed) -> bool | None:
 
 
 def joint_margin(points: list[tuple[float, float]], nominal_badness: float) -> tuple[float, bool]:
-    """The largest scale that passes, from visited (scale, badness) points: linear between the last
-    pass and the first fail (from scale 0 at ``nominal_badness``). Returns (margin, censored):
-    censored when nothing visited fails (a lower bound). A policy failing at nominal has margin 0."""
+    """The largest scale that passes, from visited (scale, badness) points: the first crossing of
+    the pass edge by a monotone (non-decreasing) fit over every visited point and nominal (scale 0
+    at ``nominal_badness``), linear between fitted points. Returns (margin, censored): censored when
+    the fit never fails (a lower bound). A policy failing at nominal has margin 0.
+
+    The fit uses all the points the bisection visited, not only the last pass and first fail, so a
+    noisy rung does not decide the margin alone (issue 33: the old reading moved with the seed)."""
     if nominal_badness > 1.0:
         return 0.0, False
-    prev_s, prev_b = 0.0, nominal_badness
-    for s, b in sorted(points):
-        if not np.isfinite(b):
-            continue
+    pts = [(0.0, float(nominal_badness))] + sorted((float(s), float(b)) for s, b in points if np.isfinite(b))
+    fitted = monotone([b for _, b in pts])
+    prev_s, prev_b = pts[0][0], fitted[0]
+    for (s, _), b in zip(pts[1:], fitted[1:]):
         if b > 1.0:
             span = b - prev_b
             return float(prev_s + (s - prev_s) * ((1.0 - prev_b) / span if span > 0 else 0.0)), False
-        prev_s, prev_b = float(s), float(b)
+        prev_s, prev_b = s, b
     return prev_s, True
+
+
+def monotone(values: list[float]) -> list[float]:
+    """Least-squares non-decreasing fit of ``values`` in their order (pool adjacent violators)."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for v in values:
+        blocks.append([float(v), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, n2), (m1, n1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2])
+    return [m for m, n in blocks for _ in range(int(n))]
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -251,13 +266,13 @@ def score(df, values: np.ndarray, *, reference: str, counted: set[str], axes: tu
     finite = [lo for lo, _ in draws if np.isfinite(lo)]
     loss_ci = (float(np.quantile(finite, 0.025)), float(np.quantile(finite, 0.975))) if finite else (point_loss, point_loss)
     nominal_fail = float(np.mean(np.concatenate([per[e]["nom_fail"] for e in use])))
-    margin, censored, points = _margin(df, values, ok, reference, sweep_episodes)
+    margin, censored, points, margin_ci = _margin(df, values, ok, reference, sweep_episodes, seed=seed)
     total = sum(v for v in family_losses.values() if np.isfinite(v))
     shares = {f: (v / total if total > 0 else 0.0) for f, v in family_losses.items() if np.isfinite(v)}
     return Rehearsal(
         verdict=band(point_loss, point_fail), loss=point_loss, loss_ci95=loss_ci, failure_rate=point_fail,
         failure_ci95=wilson(fails, n), nominal_failure_rate=nominal_fail, episodes=n, support=support,
-        margin=margin, margin_censored=censored, margin_points=points,
+        margin=margin, margin_censored=censored, margin_points=points, margin_ci95=margin_ci,
         engines={e: RehearsalEngine(episodes=len(d["episodes"]), loss=loss(d["nom"], d["reh"]),
                                     failure_rate=float(d["fail"].mean()), nominal_failure_rate=float(d["nom_fail"].mean()),
                                     counted=e in use) for e, d in per.items()},
@@ -265,28 +280,44 @@ def score(df, values: np.ndarray, *, reference: str, counted: set[str], axes: tu
         bands={"loss": [list(b) for b in LOSS_BANDS], "failure": [list(b) for b in FAILURE_BANDS]})
 
 
-def _margin(df, values, ok, reference: str, sweep_episodes: list[int]) -> tuple[float, bool, list]:
-    """The joint margin in the reference engine from the scales its search visited."""
+def _margin(df, values, ok, reference: str, sweep_episodes: list[int], *, seed: int = 0,
+            resamples: int = 300) -> tuple[float, bool, list, tuple[float, float] | None]:
+    """The joint margin in the reference engine from the scales its search visited, and its 95 %
+    interval: a bootstrap over the sweep episodes (the same resampled episodes at every visited
+    scale, paired with nominal) refitting the monotone curve each time, so the interval carries
+    the episodes' variance through the whole fit, not through one rung."""
     mine = (df.engine == reference).to_numpy() & ok & df.episode.isin(sweep_episodes).to_numpy()
     base = mine & (df.condition == "nominal").to_numpy()
     nom = dict(zip(df.episode[base], values[base]))
-    nominal_fail = float(df.terminated[base].mean()) if base.any() else float("nan")
-    points = []
+    nom_fail = dict(zip(df.episode[base], df.terminated[base].astype(bool)))
+    if not nom:
+        return float("nan"), False, [], None
+    scales = []
     for name in sorted(set(df.condition[mine])):
         s = scale_of(name)
-        if s is None:
-            continue
         at = mine & (df.condition == name).to_numpy()
-        eps = [i for i in df.episode[at] if i in nom]
-        if not eps:
-            continue
-        v = dict(zip(df.episode[at], values[at]))
-        value = loss(np.array([nom[i] for i in eps]), np.array([v[i] for i in eps]))
-        points.append((float(s), float(badness(value, float(df.terminated[at].mean())))))
-    if not points or not np.isfinite(nominal_fail):
-        return float("nan"), False, points
-    margin, censored = joint_margin(points, badness(0.0, nominal_fail))
-    return margin, censored, sorted(points)
+        if s is not None and any(i in nom for i in df.episode[at]):
+            scales.append((float(s), dict(zip(df.episode[at], zip(values[at], df.terminated[at].astype(bool))))))
+    if not scales:
+        return float("nan"), False, [], None
+    episodes = sorted(nom)
+
+    def fit(ids):
+        points = []
+        for s, rows in scales:
+            eps = [i for i in ids if i in rows]
+            if eps:
+                value = loss(np.array([nom[i] for i in eps]), np.array([rows[i][0] for i in eps]))
+                points.append((s, float(badness(value, float(np.mean([rows[i][1] for i in eps]))))))
+        nominal = badness(0.0, float(np.mean([nom_fail[i] for i in ids])))
+        return joint_margin(points, nominal), points
+
+    (margin, censored), points = fit(episodes)
+    rng = np.random.default_rng(seed)
+    draws = [fit(list(rng.choice(episodes, len(episodes))))[0][0] for _ in range(resamples if len(episodes) > 1 else 0)]
+    ci = (float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975))) if draws else None
+    return margin, censored, sorted(points), ci
+
 
 
 def stages_text(stages: list[dict], decided: bool | None) -> str:

@@ -290,6 +290,8 @@ class Rehearsal:
     decided: bool | None = None
     """True when the class's support reached DECIDED_SUPPORT, False when the episode budget ended
     first (the class is then the best estimate, said as such); None when not judged."""
+    margin_ci95: tuple[float, float] | None = None
+    """Bootstrap 95 % interval of the joint margin (episodes resampled, the monotone fit refitted)."""
 
 
 @dataclass(frozen=True)

@@ -335,8 +335,10 @@ def rehearsal_text(r, metric: str) -> str:
     lo, hi = r.loss_ci95
     flo, fhi = r.failure_ci95
     counted = [e for e, x in r.engines.items() if x.counted]
+    ci = getattr(r, "margin_ci95", None)
     margin = ("unknown" if not np.isfinite(r.margin) else
-              f"{'>= ' if r.margin_censored else ''}{r.margin:.2f}x the expected gap")
+              f"{'>= ' if r.margin_censored else ''}{r.margin:.2f}x the expected gap"
+              + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""))
     eats = ", ".join(f"{f} {100 * v:.0f}%" for f, v in sorted(r.shares.items(), key=lambda kv: -kv[1]))
     return (f"{r.verdict} risk: rehearsing the deployment (every gap at once, {r.episodes} episodes in "
             f"{', '.join(counted)}), the policy loses {100 * r.loss:.0f}% [{100 * lo:.0f}%, {100 * hi:.0f}%] of its "
