@@ -133,6 +133,12 @@ def main(argv=None) -> None:
     ap.add_argument("--shard", default="0/1")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
+    from validation_population import frozen, sealed
+
+    seal = sealed("validation/realities_untouched4.py")
+    if "CHANGED" in seal or "not sealed" in seal or frozen(PART) is None:
+        raise SystemExit(f"validation/realities_untouched4.py: seal {seal}, freeze {frozen(PART)}: the part is "
+                         "scored only in its sealed realities with a design frozen after the seal (validation/seals.yaml)")
     todo, missing = entries()
     if missing:
         print(f"not trained yet (validation/train_population.py --split {PART}): {', '.join(missing)}")

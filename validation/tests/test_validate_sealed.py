@@ -98,7 +98,7 @@ def test_the_record_matches_the_files_and_gits_history():
     """Every sealed file still hashes to its seal (it was moved from bench/, not edited), the seal
     commit held that blob at the path recorded, and each freeze descends from its part's seal."""
     record = vp.read_seals()
-    assert set(record["seals"]) == {"untouched", *vp.SEALED_PARTS}
+    assert set(record["seals"]) == {"untouched", *vp.SEALED_PARTS, "untouched4"}  # the 4th: validate_untouched4.py
     assert record["seals"]["untouched"]["realities"] == vp.SEALED
     for part, path in vp.SEALED_PARTS.items():
         assert record["seals"][part]["realities"] == path
@@ -113,7 +113,8 @@ def test_the_record_matches_the_files_and_gits_history():
                               capture_output=True, text=True).stdout.strip()
         assert then == seal["blob"], part
     assert [vp.frozen(part) for part in sorted(vp.SEALED_PARTS)] == ["8d002de", "9fd521c"]
-    assert vp.latest_freeze() == "9fd521c"
+    assert vp.frozen("untouched4") == "159ded1"
+    assert vp.latest_freeze() == "159ded1"
 
 
 @pytest.mark.parametrize("part", sorted(vp.SEALED_PARTS))
