@@ -101,8 +101,8 @@ class ControlStepper:
         self._term_noise = self._noise_terms()
         if harness.actuation.mode == "mocap" and not self.engine.capabilities.mocap:
             raise CrossSimError(f"{sim.name}: task {harness.task.name}'s control law drives a mocap body welded to the "
-                                f"arm, which engine {self.engine.name} cannot build; run it in mujoco, or write "
-                                "task_options.control: joint_pd (crosssim's joint-space law) for every engine")
+                                f"arm, which engine {self.engine.name} cannot build; run it in mujoco (a joint-space law for "
+                                "every engine is not built yet: docs/manipulation.md)")
         if getattr(harness.task, "pushes", None) is not None and not self.engine.capabilities.push:
             raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
                                 "run it in mujoco or pybullet, or remove the pushes")
