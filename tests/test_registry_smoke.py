@@ -44,6 +44,12 @@ EXPECTED_FAILURES = {
     ("Pusher", "newton-featherstone"): "cannot build frictionless contact \\(condim 1\\) of geom",
     ("Humanoid", "newton-xpbd"): "contact wrenches are not available",
 }
+# The Fetch tasks run the benchmark's mocap law: a mocap body welded to the arm, which only MuJoCo
+# simulates (docs/manipulation.md). The weld is refused at load by engines that build no equality
+# constraints, and the law by newton's MuJoCo-Warp solver, which loads the weld but has no mocap step.
+EXPECTED_FAILURES.update({(t, e): ("cannot build equality constraint 'equality_0' \\(type weld\\)" if e != "newton-mujoco-warp"
+                                   else "drives a mocap body welded to the arm, which engine newton cannot build")
+                          for t in ("FetchPickAndPlace", "FetchPush") for e in ("pybullet", "physx", *NEWTON_PROFILES)})
 # Swimmer swims in MuJoCo's fluid model (viscosity, density); only engines declaring it run it.
 EXPECTED_FAILURES.update({("Swimmer", e): f"{e}: swimmer.xml moves in a fluid .* has no fluid model; run it in mujoco"
                           for e in ("pybullet", "physx", *NEWTON_PROFILES)})

@@ -10,7 +10,33 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crosssim.errors import CrossSimError
 from crosssim.scene import CanonicalModel
+
+
+@dataclass(frozen=True)
+class MocapLaw:
+    """A benchmark's end-effector law through a mocap body, as gymnasium-robotics' Fetch runs it
+    (``fetch_env._set_action``, ``mujoco_utils.mocap_set_action`` / ``ctrl_set_action``): each
+    control step the mocap goes to the welded body's pose plus ``pos_scale`` x action[:3] [m] (its
+    quaternion plus ``quat_offset``, unnormalised, as the benchmark adds it), and each gripper
+    actuator's ctrl to its joint's position plus action[3] [m] (0 with ``blocked``, whose finger
+    joints are then set to 0 after the step). Only an engine that simulates mocap bodies and welds
+    (``capabilities.mocap``: MuJoCo) runs it; the weld's relative pose is zeroed first
+    (``reset_mocap_welds``)."""
+
+    mocap: str
+    """The mocap body [name]."""
+    body: str
+    """The robot body welded to it, whose pose the mocap starts each step from."""
+    gripper: tuple[str, ...]
+    """The gripper's joints [names]; the actuators on them (model order) get the gripper command."""
+    pos_scale: float = 0.05
+    """End-effector displacement per unit action [m]."""
+    quat_offset: tuple[float, float, float, float] = (1.0, 0.0, 1.0, 0.0)
+    blocked: bool = False
+    """Gripper held shut: its command is 0 and its joints are zeroed after every step (Push)."""
+    action_size: int = 4
 
 
 @dataclass(frozen=True)
@@ -45,6 +71,13 @@ class Actuation:
     target_low: np.ndarray | None = None
     """Lower clip of PD targets [rad] (position actuators' ctrl range), or None."""
     target_high: np.ndarray | None = None
+    law: "MocapLaw | None" = None
+    """``mocap``: the benchmark's end-effector law the engine runs (``Engine.step_mocap``)."""
+
+    @property
+    def action_size(self) -> int:
+        """Action components: the law's command, else one per driven joint."""
+        return self.law.action_size if self.law is not None else len(self.joint_index)
 
     @property
     def constant_over_substeps(self) -> bool:
@@ -58,7 +91,10 @@ class Actuation:
                    c.joint_count, c.actuator_gear.copy(), low, high)
 
     def target(self, action: np.ndarray) -> np.ndarray:
-        """What the action means for this law: clipped ctrl (motor) or joint targets (pd)."""
+        """What the action means for this law: clipped ctrl (motor), joint targets (pd) or the
+        mocap law's command clipped to [-1, 1] (mocap)."""
+        if self.mode == "mocap":
+            return np.clip(action, -1.0, 1.0)
         if self.mode == "motor":
             return np.minimum(np.maximum(action, self.ctrl_low), self.ctrl_high)
         target = self.scale * action + self.default_pos
@@ -68,6 +104,8 @@ class Actuation:
 
     def torques(self, target: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
         """Joint torques, one per canonical joint (zero on unactuated joints)."""
+        if self.mode == "mocap":
+            raise CrossSimError("the mocap law has no joint torques: the engine runs it (Engine.step_mocap)")
         if self.mode == "motor":
             tau = self.gear * target
         else:

@@ -20,6 +20,9 @@ class InitialState:
     """Generalized positions [m, rad, quaternion w-x-y-z], MuJoCo layout."""
     qvel: np.ndarray
     """Generalized velocities [m/s, rad/s], MuJoCo layout."""
+    task: dict | None = None
+    """What the task drew with the state from the same random stream (a goal [m]), handed to the
+    task's state at reset; engines never read it."""
 
 
 @dataclass

@@ -18,16 +18,26 @@ from crosssim.limits import check_model_files
 from crosssim.mujoco_log import route as route_mujoco_log
 
 GYMNASIUM_PREFIX = "gymnasium:"
+ROBOTICS_PREFIX = "gymnasium_robotics:"
+"""``gymnasium_robotics:fetch/pick_and_place.xml``: a file of gymnasium-robotics' assets (docs/manipulation.md)."""
 
 
 def resolve_scene(spec: str | Path, *, base_dir: Path | None = None) -> Path:
     """Turn a scene reference into an existing MJCF path.
 
     ``gymnasium:hopper.xml`` names a file shipped in gymnasium's MuJoCo assets (pinned by the
-    installed package, no network); anything else is a path, relative to ``base_dir`` if given.
+    installed package, no network); ``gymnasium_robotics:fetch/push.xml`` one of gymnasium-robotics'
+    assets (found without importing the package); anything else is a path, relative to ``base_dir`` if given.
     """
     spec = str(spec)
-    if spec.startswith(GYMNASIUM_PREFIX):
+    if spec.startswith(ROBOTICS_PREFIX):
+        import importlib.util
+
+        found = importlib.util.find_spec("gymnasium_robotics")
+        if found is None or found.origin is None:
+            raise CrossSimError(f"scene {spec!r} needs gymnasium-robotics' assets: pip install 'crosssim[robotics]'")
+        path = Path(found.origin).parent / "envs" / "assets" / spec[len(ROBOTICS_PREFIX):]
+    elif spec.startswith(GYMNASIUM_PREFIX):
         import importlib.util
 
         found = importlib.util.find_spec("gymnasium")

@@ -56,6 +56,10 @@ class EngineCapabilities:
     the variant axes ``contact_timeconst`` / ``contact_dampratio``) into its contacts. An engine
     without it refuses a variant that sets them, and a rehearsal or ladder there runs without those
     axes (docs/risk.md)."""
+    mocap: bool = False
+    """``step_mocap(model, state, law, command, n)`` drives a mocap body welded to the robot (a
+    benchmark's own end-effector law, crosssim.actuation.MocapLaw: gymnasium-robotics' Fetch) with
+    the model's own actuators on; an engine without it refuses a task run under such a law."""
     worlds: bool = False
     """``worlds_model(model, n)`` returns a model of ``n`` worlds stepped as one (or None where this
     model cannot), whose states are its worlds: the lockstep runner runs a batch on it. Its ``step``
@@ -92,6 +96,13 @@ class EngineNativePD(Protocol):
 
 
 @runtime_checkable
+class EngineMocap(Protocol):
+    def step_mocap(self, model: Any, state: Any, law: Any, command: np.ndarray, n_substeps: int) -> None:
+        """Set the mocap pose and actuator controls from ``command`` as ``law`` says, then advance
+        ``state`` ``n_substeps`` physics steps with the model's own actuators and weld."""
+
+
+@runtime_checkable
 class EngineWorlds(Protocol):
     def worlds_ready(self, model: Any) -> bool:
         """Whether ``model`` can run a batch as worlds (else the runner runs episodes one at a time)."""
@@ -107,7 +118,7 @@ class EngineDerivedFrames(Protocol):
 
 
 PROTOCOLS: dict[str, type] = {"reset_into": EngineResetInto, "push": EnginePush, "native_pd": EngineNativePD,
-                              "worlds": EngineWorlds, "native_derived": EngineDerivedFrames}
+                              "worlds": EngineWorlds, "mocap": EngineMocap, "native_derived": EngineDerivedFrames}
 """Capability flag -> the methods it promises. The other flags promise behaviour, not methods."""
 PARAMETERS = {"native_derived": ("frame", "derived")}
 """Capability flag -> (method, keyword it must take)."""

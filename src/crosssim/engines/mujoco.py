@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import mujoco
 import numpy as np
@@ -26,7 +26,8 @@ route_mujoco_log()  # MuJoCo's warnings to logging, never MUJOCO_LOG.TXT in the 
 BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
 TARGET_MAX = 1e9
 """|PD target| [rad] the native PD path hands MuJoCo at most (it zeroes ``ctrl`` above 1e10)."""
-DERIVED = ("xpos", "xquat", "xipos", "cinert", "cvel", "site_xpos", "qfrc_constraint")
+DERIVED = ("xpos", "xquat", "xipos", "cinert", "cvel", "site_xpos", "site_xmat", "cdof", "subtree_com",
+           "qfrc_constraint")
 """mjData arrays a frame carries with ``derived=True`` (SimFrame.derived)."""
 
 
@@ -40,6 +41,11 @@ class MuJoCoModel:
     pd_actuators: np.ndarray | None = None
     """Actuator per action component when the model's own actuators run the card's PD law
     (``native_pd_model``); torques then come from ``qfrc_actuator``, not ``qfrc_applied``."""
+    native_gains: tuple[np.ndarray, np.ndarray] | None = None
+    """The compiled actuators' gain and bias parameters before ``load`` zeroed them (the mocap law
+    runs the model's own actuators, as the benchmark does)."""
+    mocap_models: dict = field(default_factory=dict)
+    """MocapLaw -> the copy of ``mj`` that law runs on (built on first use)."""
 
 
 class EngineMuJoCo(EngineBase):
@@ -49,7 +55,7 @@ class EngineMuJoCo(EngineBase):
     name = "mujoco"
     capabilities = EngineCapabilities(reset_into=True, concurrent_states=True, parallel_states=True,
                                       native_derived=True, fluid=True, ball_joints=True, push=True, native_pd=True,
-                                      contact_softness=True)
+                                      contact_softness=True, mocap=True)
     """Many MjData on one MjModel step independently (in parallel threads too: the bindings release
     the GIL in mj_step, and the model is only read); mj_resetData reuses one in place; mjData's
     body arrays are the derived quantities gymnasium reads; the model is MuJoCo's own, so a ball
@@ -63,10 +69,11 @@ class EngineMuJoCo(EngineBase):
         iterations = settings_of(profile, MuJoCoSettings).iterations
         if iterations is not None:
             m.opt.iterations = iterations
+        gains = (m.actuator_gainprm.copy(), m.actuator_biasprm.copy())
         # Native actuators would add their own (gain/bias) forces: crosssim's actuation replaces them.
         m.actuator_gainprm[:] = 0.0
         m.actuator_biasprm[:] = 0.0
-        return MuJoCoModel(canonical, m, profile, canonical.joint_dofadr.copy())
+        return MuJoCoModel(canonical, m, profile, canonical.joint_dofadr.copy(), native_gains=gains)
 
     def reset(self, model: MuJoCoModel, initial: InitialState) -> mujoco.MjData:
         data = mujoco.MjData(model.mj)
@@ -160,6 +167,30 @@ class EngineMuJoCo(EngineBase):
             raise EngineFailure(f"mujoco: diverged (NaN/inf acceleration; MuJoCo reset the state) at t = "
                                 f"{state.time:.3f} s")
 
+    def step_mocap(self, model: MuJoCoModel, state: mujoco.MjData, law, command: np.ndarray, n_substeps: int) -> None:
+        """``law`` (crosssim.actuation.MocapLaw) for one control period, as gymnasium-robotics' Fetch
+        steps: mocap to the welded body's pose (read from mjData, where the last step left it) plus
+        the command, gripper ctrl relative to its joints, ``n_substeps`` steps, blocked fingers zeroed."""
+        m = _mocap_model(model, law)
+        body, mocap = (mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, n) for n in (law.body, law.mocap))
+        joints = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in law.gripper]
+        acts = [a for a in range(m.nu) if m.actuator_trnid[a, 0] in joints]  # Push's scene has none
+        command = np.asarray(command, dtype=float)
+        mid = m.body_mocapid[mocap]
+        state.mocap_pos[mid] = state.xpos[body] + command[:3] * law.pos_scale
+        state.mocap_quat[mid] = state.xquat[body] + np.asarray(law.quat_offset)
+        grip = 0.0 if law.blocked else command[3]
+        for a in acts:
+            adr = m.jnt_qposadr[m.actuator_trnid[a, 0]]
+            state.ctrl[a] = grip if m.actuator_biastype[a] == 0 else state.qpos[adr] + grip
+        mujoco.mj_step(m, state, nstep=n_substeps)
+        if state.warning[BADQACC].number:
+            raise EngineFailure(f"mujoco: diverged (NaN/inf acceleration; MuJoCo reset the state) at t = "
+                                f"{state.time:.3f} s")
+        if law.blocked:
+            state.qpos[m.jnt_qposadr[joints]] = 0.0
+            mujoco.mj_forward(m, state)
+
     def joint_state(self, model: MuJoCoModel, state: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         return state.qpos, state.qvel
 
@@ -191,6 +222,20 @@ class EngineMuJoCo(EngineBase):
 
     def close(self, model: MuJoCoModel) -> None:
         pass
+
+
+def _mocap_model(model: MuJoCoModel, law) -> mujoco.MjModel:
+    """The copy of ``model.mj`` ``law`` runs on: the compiled actuators' own gains back, and every
+    weld's relative pose zeroed (gymnasium-robotics' ``reset_mocap_welds``)."""
+    m = model.mocap_models.get(law)
+    if m is None:
+        m = copy.copy(model.mj)  # a deep copy: the shared model keeps its zero gains
+        m.actuator_gainprm[:], m.actuator_biasprm[:] = model.native_gains
+        for i in range(m.neq):
+            if m.eq_type[i] == int(mujoco.mjtEq.mjEQ_WELD):
+                m.eq_data[i, :7] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+        model.mocap_models[law] = m
+    return m
 
 
 def read_back_mujoco(m: mujoco.MjModel, c: CanonicalModel) -> dict[str, np.ndarray | float]:

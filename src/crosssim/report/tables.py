@@ -47,13 +47,19 @@ class Measure:
     unit: str
     kind: str  # "num" or "pct"
     values: object  # rows (DataFrame) -> per-row array, NaN where not measured
+    binary: bool = False
+    """Per-episode 0/1 (success): its interval is Wilson's, not the bootstrap's."""
 
 
 def measures(task, metric: str, rows) -> list[Measure]:
     """The engine table's columns, primary metric first; a column nobody measured is left out."""
     legged = "metric_lin_vel_error" in rows.columns
-    out = [Measure(metric, f"{metric} (primary)", "", "pct" if metric in ("tracking", "survival") else "num",
-                   lambda r: task.metric_values(r, metric) if task is not None else r["return"].to_numpy(float))]
+    out = [Measure(metric, f"{metric} (primary)", "", "pct" if metric in ("tracking", "survival", "success") else "num",
+                   lambda r: task.metric_values(r, metric) if task is not None else r["return"].to_numpy(float),
+                   binary=metric == "success")]
+    if "metric_time_to_success" in rows.columns:  # manipulation: seconds to the first success, of those that got there
+        out.append(Measure("time_to_success", "time to success", "s", "num",
+                           lambda r: r["metric_time_to_success"].to_numpy(float)))
     if legged:
         out.append(Measure("lin_vel_error", "tracking error", "m/s", "num",
                            lambda r: r["metric_lin_vel_error"].to_numpy(float)))
@@ -106,7 +112,12 @@ def engine_table(run, task, metric: str, *, condition: str = "nominal") -> Engin
         for m in cols:
             v = np.asarray(m.values(ok), dtype=float) if len(ok) else np.array([])
             mean = float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
-            lo, hi = bootstrap_ci(v, seed=s.seed)
+            if m.binary:
+                from crosssim.stats import share_interval
+
+                lo, hi = share_interval(int(np.nansum(v)), int(np.isfinite(v).sum()))
+            else:
+                lo, hi = bootstrap_ci(v, seed=s.seed)
             means[e][m.key] = mean
             cells[e].append(value_with_ci(mean, lo, hi, m.kind, m.unit))
     ref_mean = means.get(s.reference_engine, {}).get(metric, float("nan"))
@@ -141,6 +152,8 @@ def outcome(row, legged: bool, period: float | None) -> tuple[str, bool]:
     known = isinstance(reason, str) and reason not in ("", "time_limit", "failure", "terminated (no reason reported)")
     if bool(row.terminated):
         return (reason if known else "fell" if legged else "terminated (left the task's healthy range)") + at, True
+    if known:  # the task's account of an episode that ran to the limit (manipulation: "dropped object")
+        return reason, reason != "success"
     return "ran to the step limit", False
 
 

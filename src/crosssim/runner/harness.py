@@ -179,7 +179,11 @@ class Harness:
             joints = np.array([c.joint_names.index(j) for j in card.joints], dtype=int)
         else:
             joints = c.actuator_joint.copy()
-        h = cls(card, task, scene, c, build_actuation(card, c, joints), joints,
+        own = task.actuation(c)
+        if own is not None and card.action.mode != "motor":
+            raise CardError(f"{card.path}: field 'action.mode' ({card.action.mode}): task {task.name} runs its own "
+                            "control law (task_options.control, docs/manipulation.md); remove the field")
+        h = cls(card, task, scene, c, own or build_actuation(card, c, joints), joints,
                 physics_dt=card.physics_timestep or c.timestep)
         if card.control_period is None and task.period_from_card:
             raise CardError(f"{card.path}: task {task.name} needs 'control_period' (seconds)")
@@ -223,7 +227,7 @@ class Harness:
         task = make_task(name, **(options or {}))
         scene = resolve_scene(task.scene)
         c = canonical_model(scene)
-        return cls(None, task, scene, c, Actuation.motors(c), c.actuator_joint.copy())
+        return cls(None, task, scene, c, task.actuation(c) or Actuation.motors(c), c.actuator_joint.copy())
 
     def observer(self) -> Observer:
         card = self.card
@@ -266,4 +270,5 @@ class Harness:
 
     @property
     def action_size(self) -> int:
-        return len(self.joints)
+        """Action components: the task's own law's command (Fetch: 4), else one per policy joint."""
+        return self.actuation.action_size

@@ -45,6 +45,7 @@ class EpisodeAccount:
     def add(self, ep, step) -> None:
         """``play``'s per-step hook: account for the step ``ep`` just took."""
         frame = ep.frame
+        self._last = ep
         self.result.ret += step.reward
         self.result.length = ep.t
         for k, v in step.terms.items():
@@ -76,6 +77,12 @@ class EpisodeAccount:
         if result.length:
             result.metrics = {k: v / result.length for k, v in self.sums.items()}
             result.x_velocity = result.metrics.get("x_velocity", float("nan"))
+        ep = getattr(self, "_last", None)
+        if ep is not None:  # the task's own account of the episode (success, time to success, why it failed)
+            extra, reason = ep.task.episode_outcome(ep.task_state)
+            result.metrics.update(extra)
+            if reason is not None and result.failure is None and not result.terminated:
+                result.termination_reason = reason
         result.metrics["survival_time"] = result.length * control_dt
         if self.record:
             result.trajectory = {k: np.asarray(v) for k, v in self.traj.items()}

@@ -99,6 +99,10 @@ class ControlStepper:
                                     "has not: drop the push family (deployment.push / margins) for this run")
             self.push_dv = self.p.push_impulse / (c.total_mass * sim.variant.model.mass_scale)
         self._term_noise = self._noise_terms()
+        if harness.actuation.mode == "mocap" and not self.engine.capabilities.mocap:
+            raise CrossSimError(f"{sim.name}: task {harness.task.name}'s control law drives a mocap body welded to the "
+                                f"arm, which engine {self.engine.name} cannot build; run it in mujoco (a joint-space law for "
+                                "every engine is not built yet: docs/manipulation.md)")
         if getattr(harness.task, "pushes", None) is not None and not self.engine.capabilities.push:
             raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
                                 "run it in mujoco or pybullet, or remove the pushes")
@@ -177,6 +181,7 @@ class ControlStepper:
         self._held = np.zeros(h.action_size)
         frame = self.frame()
         task_state = h.task.reset(frame)
+        task_state.update(initial.task or {})
         # Its own stream too, so drawing commands never shifts initial states or noise.
         h.task.start_episode(task_state, np.random.default_rng(_events_seed(noise_seed)))
         self.observer.reset(task_state)
@@ -258,7 +263,10 @@ class ControlStepper:
         # an actuator model (net history, torque-speed envelope) acts at every physics step
         law = act if self._actuator is None else self._actuator
         for target, n in parts:
-            if self.native:
+            if act.mode == "mocap":  # the benchmark's own law, inside the engine
+                engine.step_mocap(model, self.state, act.law, target, n)
+                yield
+            elif self.native:
                 engine.step_targets(model, self.state, target, n)
                 yield
             elif act.constant_over_substeps and not self._chain.stateful and self._actuator is None:

@@ -21,6 +21,8 @@ BUILTIN_TASKS = {
     "Reacher": "crosssim.tasks.gym_classic:Reacher",
     "Pusher": "crosssim.tasks.gym_manipulation:Pusher",
     "Humanoid": "crosssim.tasks.gym_humanoid:Humanoid",
+    "FetchPickAndPlace": "crosssim.tasks.fetch:FetchPickAndPlace",
+    "FetchPush": "crosssim.tasks.fetch:FetchPush",
     "Locomotion": "crosssim.tasks.locomotion:Locomotion",
 }
 """name -> ``"module:Class"`` of crosssim's own tasks (a subclass of Task whose ``name`` is the key)."""

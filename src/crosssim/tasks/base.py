@@ -85,6 +85,16 @@ class Task:
         """Resolve card options that need the robot (``joints``: canonical index of each policy
         joint, in the policy's order); raise CardError naming the field. Default: nothing to do."""
 
+    def actuation(self, c: CanonicalModel):
+        """The task's own control law (crosssim.actuation.Actuation), replacing the card's action
+        mode: a benchmark's end-effector law (docs/manipulation.md); None (default): the card's."""
+        return None
+
+    def episode_outcome(self, state: dict) -> tuple[dict[str, float], str | None]:
+        """At an episode's end: per-episode metrics (``metric_<name>`` columns) and how it ended in
+        words ("success", "dropped object", ...; None: the runner's own reason). Default: none."""
+        return {}, None
+
     def observation_size(self, c: CanonicalModel) -> int:
         raise NotImplementedError
 

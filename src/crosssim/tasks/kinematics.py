@@ -34,7 +34,8 @@ class Kinematics:
         return self._mujoco.mj_name2id(self.m, self._mujoco.mjtObj.mjOBJ_BODY, name)
 
     def of(self, frame: SimFrame) -> dict[str, np.ndarray]:
-        """``xpos``, ``xquat``, ``xipos``, ``cinert``, ``cvel``, ``site_xpos``, ``qfrc_constraint`` (rows
+        """``xpos``, ``xquat``, ``xipos``, ``cinert``, ``cvel``, ``site_xpos``, ``site_xmat``, ``cdof``,
+        ``subtree_com``, ``qfrc_constraint`` (rows
         as mjData's, the world's first): the engine's own where the frame has them, else computed at
         the frame's joint state. Computed ``qfrc_constraint`` is zero: constraint forces need the
         solver, which only the engine ran."""
@@ -46,7 +47,23 @@ class Kinematics:
         mj.mj_comPos(m, d)
         mj.mj_comVel(m, d)
         return {"xpos": d.xpos.copy(), "xquat": d.xquat.copy(), "xipos": d.xipos.copy(), "cinert": d.cinert.copy(),
-                "cvel": d.cvel.copy(), "site_xpos": d.site_xpos.copy(), "qfrc_constraint": np.zeros(m.nv)}
+                "cvel": d.cvel.copy(), "site_xpos": d.site_xpos.copy(), "site_xmat": d.site_xmat.copy(),
+                "cdof": d.cdof.copy(), "subtree_com": d.subtree_com.copy(), "qfrc_constraint": np.zeros(m.nv)}
+
+    def site_id(self, name: str) -> int:
+        """mjData row of site ``name``."""
+        return self._mujoco.mj_name2id(self.m, self._mujoco.mjtObj.mjOBJ_SITE, name)
+
+    def site_velocity(self, frame: SimFrame, site: int, derived: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """World linear [m/s] and angular [rad/s] velocity of site row ``site``: MuJoCo's site Jacobian
+        (``mj_jacSite``) times the frame's qvel, taken at the kinematics ``derived`` holds (``of(frame)``'s:
+        the engine's own where it has them, as gymnasium-robotics reads them)."""
+        mj, d = self._mujoco, self.d
+        derived = self.of(frame) if derived is None else derived
+        d.site_xpos[:], d.cdof[:], d.subtree_com[:] = derived["site_xpos"], derived["cdof"], derived["subtree_com"]
+        jacp, jacr = np.zeros((3, self.m.nv)), np.zeros((3, self.m.nv))
+        mj.mj_jacSite(self.m, d, jacp, jacr, site)
+        return jacp @ frame.qvel, jacr @ frame.qvel
 
 
 @functools.lru_cache(maxsize=16)
