@@ -227,6 +227,18 @@ def test_imu_bias_is_constant_on_the_gyro_and_gravity_terms_only(ant):
     assert np.array_equal(again, biased) and not np.array_equal(other, biased)
 
 
+@requires_fixtures
+def test_imu_bias_reaches_an_mjcf_gyro_sensor_term():
+    """The Playground Go1 card reads its gyro as ``sensor:gyro``: that is the IMU's gyro too."""
+    go1 = Harness.from_card(load_card(CARDS / "robots" / "playground-go1.yaml"))
+    zeros = np.zeros((1, go1.action_size))
+    clean = _run("mujoco", go1, zeros, {}, seed=1)[1][0]
+    biased = _run("mujoco", go1, zeros, {"imu_bias": 0.02}, seed=1)[1][0]
+    diff = biased - clean  # local_linvel (3), gyro (3), projected_gravity (3), then the rest
+    assert np.all(diff[:3] == 0) and np.all(diff[3:9] != 0) and np.all(np.abs(diff[3:9]) <= 0.02)
+    assert np.all(diff[9:] == 0)
+
+
 def test_imu_bias_without_an_imu_term_is_refused_in_one_line(reacher):
     with pytest.raises(CrossSimError, match="imu_bias 0.01 on an observation without an IMU term") as exc:
         _stepper("mujoco", reacher, imu_bias=0.01)

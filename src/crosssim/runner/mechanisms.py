@@ -23,7 +23,8 @@ explicit physics step integrates stably for joints of small quadrupeds (0.3 N m 
 3 N m s/rad, well under 2 I / dt for I = 0.01 kg m^2 and dt = 4 ms)."""
 IMU_TERMS = ("base_ang_vel", "projected_gravity")
 """The observation terms an IMU on the base measures: a gyro [rad/s] and the gravity direction
-(unitless; a bias b on a component is a tilt error of about b rad)."""
+(unitless; a bias b on a component is a tilt error of about b rad). A ``sensor:<name>`` term whose
+MJCF sensor is a ``gyro`` is the gyro too."""
 STREAMS = {"encoder_offset": 6, "action_drop": 7, "action_jitter": 8, "imu_bias": 9}
 """Each mechanism's side stream beside the observation noise's (crosssim.runner.stepper._stream)."""
 
@@ -34,18 +35,27 @@ def _rng(noise_seed, name: str) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def _imu_name(term: str, sensors) -> str:
+    """The IMU term a card term measures (``base_ang_vel`` for an MJCF gyro sensor), else its name."""
+    if term.startswith("sensor:") and sensors is not None:
+        kind = sensors.types.get(term[len("sensor:"):], (None, None))[1]
+        return "base_ang_vel" if kind == "gyro" else term
+    return term
+
+
 class Mechanisms:
     """One stepper's mechanisms and their per-episode state (``reset`` draws it)."""
 
-    def __init__(self, p, actuation, term_names: list[str] | None, column: str):
+    def __init__(self, p, actuation, term_names: list[str] | None, column: str, sensors=None):
         """``p``: the HarnessVariant; ``actuation``: the harness's (its joints are the encoders'
-        and the friction's); ``term_names``: the card's observation terms (None: the task's own)."""
+        and the friction's); ``term_names``: the card's observation terms (None: the task's own);
+        ``sensors``: the harness's SensorReader (what a ``sensor:`` term measures)."""
         self.p, self.act = p, actuation
         if not 0.0 <= p.action_drop < 1.0:
             raise CrossSimError(f"{column}: action_drop is a probability in [0, 1), not {p.action_drop!r}")
         if not 0.0 <= p.action_jitter <= 1.0:
             raise CrossSimError(f"{column}: action_jitter is at most one control period (0 to 1), not {p.action_jitter!r}")
-        self._names = list(term_names or ())
+        self._names = [_imu_name(n, sensors) for n in term_names or ()]
         self.imu_terms = [k for k, n in enumerate(self._names) if n in IMU_TERMS]
         if p.imu_bias > 0 and not self.imu_terms:
             raise CrossSimError(f"{column}: imu_bias {p.imu_bias:g} on an observation without an IMU term "

@@ -86,7 +86,8 @@ class ControlStepper:
         self._actuator = build_actuator(self.p, harness)  # None: the card's ideal law
         self.observer = harness.observer()
         builder = self.observer.builder
-        self._mech = Mechanisms(self.p, harness.actuation, [t.name for t in builder.terms] if builder else None, sim.name)
+        self._mech = Mechanisms(self.p, harness.actuation, [t.name for t in builder.terms] if builder else None,
+                                sim.name, harness.sensors)
         self.native = native_pd is not None and self._chain.identity and self._actuator is None \
             and not self._mech.reads_state
         if self.native:
