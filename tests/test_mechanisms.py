@@ -123,10 +123,13 @@ def _inertia(harness) -> float:
     return float(full[0, 0])
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", (*ENGINES, "physx"))
 def test_coulomb_friction_decelerates_a_free_joint_at_friction_over_inertia(engine, reacher):
     """A joint spinning freely (no damping, no gravity in the plane) loses speed linearly in time at
-    F / I, the same at 3 and 6 rad/s: dry friction, not viscous damping (which would scale with speed)."""
+    F / I, the same at 3 and 6 rad/s: dry friction, not viscous damping (which would scale with speed).
+    PhysX too: a harness mechanism needs nothing of the engine."""
+    if engine == "physx":
+        pytest.importorskip("sapien")
     friction, dt = 0.1, reacher.control_dt
     t = dt * np.arange(1, 51)
     expected = friction / _inertia(reacher) * t
