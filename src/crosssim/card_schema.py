@@ -155,6 +155,18 @@ class DeploymentSection(_Section):
     """1-sigma uncertainty per stated key (a calibration's); the verdict uses value + 2 sigma."""
     calibration: dict[str, Any] | None = None
     """How crosssim calibrate measured the values (kept, never read)."""
+    encoder_offset: Number | None = Field(None, json_schema_extra={"minimum": 0})
+    """Largest encoder calibration error [rad], drawn per joint and episode (observation and servo PD read it)."""
+    joint_friction: Number | None = Field(None, json_schema_extra={"minimum": 0})
+    """Coulomb friction [N m] of the real joints beyond the simulated model's."""
+    deadband: Number | None = Field(None, json_schema_extra={"minimum": 0})
+    """Motor driver dead band [N m]: commanded torque magnitude that never reaches the joint."""
+    action_drop: Number | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 0.95})
+    """Probability per control period that a command frame is lost (the previous one is kept)."""
+    action_jitter: Number | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 1})
+    """Largest extra delay of a command [control periods], drawn per period."""
+    imu_bias: Number | None = Field(None, json_schema_extra={"minimum": 0})
+    """Largest constant IMU bias per component [rad/s on base_ang_vel; about rad of tilt on projected_gravity]."""
 
 
 class CardModel(_Section):

@@ -14,8 +14,12 @@ from pathlib import Path
 
 from crosssim.errors import CardError
 
+MECHANISMS = ("encoder_offset", "joint_friction", "deadband", "action_drop", "action_jitter", "imu_bias")
+"""Keys of the real robot's mechanisms (docs/risk.md, "Mechanisms"): each a rehearsal axis of the same
+name when a card or deployment file states it; no robot class has a default yet (the validation freeze)."""
 KEYS = ("file", "latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass",
-        "contact_timeconst", "push", "motor_free_speed", "actuator", "obs_noise_terms", "margins", "uncertainty", "calibration")
+        "contact_timeconst", "push", "motor_free_speed", "actuator", "obs_noise_terms", "margins", "uncertainty",
+        "calibration", *MECHANISMS)
 """Every key a card's ``deployment`` section may hold."""
 OPT_IN = ("push", "motor_free_speed", "actuator", "obs_noise_terms")
 """Keys of the opt-in gap families (crosssim.families): swept only when stated (or named in
@@ -61,6 +65,18 @@ class DeploymentGap:
     """Opt-in families to sweep with no gap stated: their margins are reported, the verdict ignores them."""
     uncertainty: dict | None = None
     """1-sigma uncertainty of stated keys (a calibration's); the verdict uses value + 2 sigma, harsher."""
+    encoder_offset: float = 0.0
+    """Largest encoder calibration error [rad]: each joint's reading off by up to this, per episode."""
+    joint_friction: float = 0.0
+    """Coulomb friction [N m] of the real joints beyond the simulated model's."""
+    deadband: float = 0.0
+    """Motor driver dead band [N m]: commanded torque magnitude that never reaches the joint."""
+    action_drop: float = 0.0
+    """Probability per control period that a command frame is lost (the motors keep the previous one)."""
+    action_jitter: float = 0.0
+    """Largest extra delay of a command [control periods, at most 1], drawn per period."""
+    imu_bias: float = 0.0
+    """Largest constant IMU bias per component [rad/s on the gyro; about rad of tilt on gravity]."""
 
     def axes(self, control_period: float) -> dict[str, float]:
         """The gap as values of the swept axes (crosssim.sweep.LADDERS)."""
@@ -72,7 +88,8 @@ class DeploymentGap:
                 "mass_scale": 1.0 + self.added_mass, "contact_timeconst": self.contact_timeconst,
                 "push_impulse": self.push,
                 "motor_free_speed": self.motor_free_speed, "actuator": self.actuator,
-                **{TERM_NOISE + t: v for t, v in (self.obs_noise_terms or {}).items()}}
+                **{TERM_NOISE + t: v for t, v in (self.obs_noise_terms or {}).items()},
+                **{k: getattr(self, k) for k in MECHANISMS}}
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,12 @@ class StatedDeployment:
     uncertainty: dict[str, float] | None = None
     calibration: dict | None = None
     """How ``crosssim calibrate`` measured the values: kept as written, never read."""
+    encoder_offset: float | None = None
+    joint_friction: float | None = None
+    deadband: float | None = None
+    action_drop: float | None = None
+    action_jitter: float | None = None
+    imu_bias: float | None = None
 
     def stated(self) -> dict:
         """The stated keys (every key of KEYS but ``file`` that is not None) and their values."""
@@ -165,7 +188,8 @@ def parse_deployment(section, where: Path) -> StatedDeployment:
     # 0.02), which would read as a huge gap and a silent "high"/"unknown" verdict: refuse it.
     limits = {"latency": (0.0, 1.0), "latency_steps": (0.0, None), "motor_strength": (0.0, 0.95),
               "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None), "push": (0.0, None),
-              "contact_timeconst": (0.001, 1.0)}
+              "contact_timeconst": (0.001, 1.0), "encoder_offset": (0.0, None), "joint_friction": (0.0, None),
+              "deadband": (0.0, None), "action_drop": (0.0, 0.95), "action_jitter": (0.0, 1.0), "imu_bias": (0.0, None)}
     out = {}
     for key, value in merged.items():
         if key in ("actuator", "obs_noise_terms", "margins", "uncertainty", "calibration"):
@@ -252,4 +276,5 @@ def deployment_gap(card, task) -> tuple[DeploymentGap, str]:
 
 
 def gap_dict(gap: DeploymentGap) -> dict:
-    return {k: v for k, v in asdict(gap).items() if v is not None and v != () and not (k == "push" and v == 0)}
+    return {k: v for k, v in asdict(gap).items()
+            if v is not None and v != () and not (k in ("push", *MECHANISMS) and v == 0)}

@@ -377,6 +377,9 @@ class ObservationBuilder:
         """Sensor noise ({term index: std in the term's units, one or per value}, generator), set by
         the control step for a noisy variant; added once per frame, before the term's scale and
         clip (a history keeps each frame's draw)."""
+        self.term_bias: dict[int, np.ndarray] | None = None
+        """Constant sensor bias ({term index: bias in the term's units, per value}, an IMU's), set by
+        the control step per episode; added with the noise, before the term's scale and clip."""
 
     @property
     def term_objects(self) -> list[ObservationTerm | None]:
@@ -397,6 +400,8 @@ class ObservationBuilder:
             value = np.asarray(value, dtype=float)
             if self.term_noise is not None and k in self.term_noise[0]:
                 value = value + self.term_noise[1].normal(0.0, self.term_noise[0][k], value.shape)
+            if self.term_bias is not None and k in self.term_bias:
+                value = value + self.term_bias[k]
             value = value * spec.scale
             if spec.clip is not None:
                 value = np.clip(value, *spec.clip)

@@ -3,7 +3,7 @@
 A perturbation is a :class:`crosssim.variant.Variant` (``Variant.of(motor_strength=0.85, ...)``):
 its model part (friction, mass, physics dt) is compiled into the MuJoCo model every adapter builds
 from (``crosssim.variant.compile_model``); its harness part (motor strength, lag, torque limit,
-backlash) acts here, in :class:`ActuatorChain`, so every engine sees the same one by construction.
+dead band, backlash) acts here, in :class:`ActuatorChain`, so every engine sees the same one by construction.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ class ActuatorChain:
         self.dt = physics_dt
         self.side, self.gap_left = np.zeros(joint_count), np.zeros(joint_count)
         """Backlash: the side each joint's gears last pushed on, and the play still to cross [s]."""
-        self.identity = p.motor_strength == 1.0 and self.limit is None and self.alpha == 1.0 and p.backlash <= 0
+        self.identity = p.motor_strength == 1.0 and self.limit is None and self.alpha == 1.0 and p.backlash <= 0 \
+            and p.deadband <= 0
 
     @property
     def stateful(self) -> bool:
@@ -38,6 +39,8 @@ class ActuatorChain:
         tau = tau * self.p.motor_strength
         if self.limit is not None:
             tau = np.clip(tau, -self.limit, self.limit)
+        if self.p.deadband > 0:  # the driver's dead zone: magnitude below it never reaches the motor
+            tau = np.sign(tau) * np.maximum(np.abs(tau) - self.p.deadband, 0.0)
         if self.alpha < 1.0:
             self.applied = self.applied + self.alpha * (tau - self.applied)
             tau = self.applied.copy()

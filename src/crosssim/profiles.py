@@ -80,17 +80,19 @@ _POSITIVE, _NONNEGATIVE = "> 0", ">= 0"
 RANGES = {
     "timestep": _POSITIVE, "dt_divisor": ">= 1", "motor_strength": _POSITIVE, "torque_limit": _POSITIVE,
     "motor_free_speed": _POSITIVE, "mass_scale": _POSITIVE, "obs_drop": "in [0, 1)",
-    "contact_timeconst": _POSITIVE, "contact_dampratio": _POSITIVE,
+    "contact_timeconst": _POSITIVE, "contact_dampratio": _POSITIVE, "action_drop": "in [0, 1)",
+    "action_jitter": "in [0, 1]",
     **{k: _NONNEGATIVE for k in ("motor_lag", "action_latency", "action_delay", "obs_noise", "backlash",
                                  "push_impulse", "friction_scale", "damping_scale", "armature_scale",
-                                 "frictionloss_scale", "joint_damping", "joint_armature", "joint_frictionloss")},
+                                 "frictionloss_scale", "joint_damping", "joint_armature", "joint_frictionloss",
+                                 "encoder_offset", "joint_friction", "deadband", "imu_bias")},
 }
 """The physical range of each numeric variant key; a profile outside it is refused when read
 (a motor strength of -1 or a 150 % frame-drop rate is a typo, not a gap)."""
 
 
 _IN_RANGE = {"> 0": lambda v: v > 0, ">= 0": lambda v: v >= 0, ">= 1": lambda v: v >= 1,
-             "in [0, 1)": lambda v: 0 <= v < 1}
+             "in [0, 1)": lambda v: 0 <= v < 1, "in [0, 1]": lambda v: 0 <= v <= 1}
 
 
 def check_ranges(variant: Variant, where: str) -> None:

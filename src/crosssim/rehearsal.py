@@ -106,11 +106,13 @@ def draw(spec: dict, seed: int) -> dict:
 
 def _bounded(name: str, x: float) -> float:
     """Keep a stretched draw physical: strengths and frictions above zero, contact time constants
-    at least 1 ms, noise and lags not negative."""
+    at least 1 ms, noise and lags not negative, command drops below 1 and jitter within a period."""
     if name in ("motor_strength", "friction_scale", "mass_scale"):
         return max(x, 0.05)
     if name == "contact_timeconst":
         return max(x, 1e-3)
+    if name in ("action_drop", "action_jitter"):  # a probability below 1; at most one control period
+        return min(max(x, 0.0), 0.95 if name == "action_drop" else 1.0)
     return max(x, 0.0)
 
 

@@ -112,6 +112,26 @@ class HarnessVariant:
     obs_drop: float = _axis(0.0, ADD)
     """Probability that a control period's observation is lost, so the policy reads the previous
     one again (a dropped sensor frame), from its own stream (crosssim.runner.stepper)."""
+    encoder_offset: float = _axis(0.0, ADD)
+    """Encoder calibration error [rad or m]: each policy joint's position reading is off by a constant
+    drawn per episode, uniform in [-value, value]; the observation and the servo's PD both read it
+    (crosssim.runner.mechanisms)."""
+    joint_friction: float = _axis(0.0, ADD)
+    """Coulomb (dry) friction [N m or N] on every policy joint, opposing its speed with a smoothed sign,
+    applied by the harness in every engine (crosssim.runner.mechanisms.FRICTION_SPEED)."""
+    deadband: float = _axis(0.0, ADD)
+    """Motor dead band [N m or N]: each joint's commanded torque loses this much magnitude (none below it
+    reaches the joint), as a driver's dead zone (crosssim.perturb.ActuatorChain)."""
+    action_drop: float = _axis(0.0, ADD)
+    """Probability per control period that the new action never reaches the motors (a dropped command
+    frame), which keep the previous one, from its own stream."""
+    action_jitter: float = _axis(0.0, ADD)
+    """Largest extra delay [control periods, at most 1] of each period's action, drawn per period
+    uniform in [0, value]: the previous action acts for that part of the period."""
+    imu_bias: float = _axis(0.0, ADD)
+    """Constant IMU bias per episode, each component uniform in [-value, value]: rad/s on the gyro's
+    ``base_ang_vel``, and on the unitless ``projected_gravity`` (about value rad of tilt), before
+    scale and clip."""
 
     def __post_init__(self):  # fields that crossed a process boundary as JSON come back as lists
         if not isinstance(self.term_noise, tuple) or any(not isinstance(t, tuple) for t in self.term_noise):

@@ -1,4 +1,5 @@
-"""The control step every consumer shares: latency, actuator model and chain, engine substeps, noise.
+"""The control step every consumer shares: latency, actuator model and chain, engine substeps, noise,
+and the real robot's mechanisms (crosssim.runner.mechanisms).
 
 Every episode loop (crossval, lockstep batches, the gymnasium Env, real-log replay and
 calibration; crosssim.runner.episode) drives engines through this one class, so a perturbation
@@ -17,6 +18,7 @@ from crosssim.engines.common import check_finite
 from crosssim.errors import CrossSimError
 from crosssim.frame import InitialState, SimFrame
 from crosssim.perturb import ActuatorChain
+from crosssim.runner.mechanisms import Mechanisms
 from crosssim.runner.simulator import Simulator
 
 
@@ -82,10 +84,14 @@ class ControlStepper:
             self.delay_substeps = 0.0
         self._chain = ActuatorChain(self.p, harness.max_torque, self.physics_dt, c.joint_count)
         self._actuator = build_actuator(self.p, harness)  # None: the card's ideal law
-        self.native = native_pd is not None and self._chain.identity and self._actuator is None
+        self.observer = harness.observer()
+        builder = self.observer.builder
+        self._mech = Mechanisms(self.p, harness.actuation, [t.name for t in builder.terms] if builder else None,
+                                sim.name, harness.sensors)
+        self.native = native_pd is not None and self._chain.identity and self._actuator is None \
+            and not self._mech.reads_state
         if self.native:
             self.model = native_pd
-        self.observer = harness.observer()
         self.clock_offset = 0.0
         """Added to every frame's time [s]: the episode clock at the engine's reset. A log replay
         starts at the first policy call, one control period after the robot's reset under the
@@ -175,6 +181,9 @@ class ControlStepper:
             self._actuator.reset()
         if self._term_noise and self.observer.builder is not None:
             self.observer.builder.term_noise = (self._term_noise, self._noise)
+        bias = self._mech.reset(noise_seed)
+        if self.observer.builder is not None:
+            self.observer.builder.term_bias = bias or None
         self._elapsed, self._next_push = 0.0, PUSH_FIRST
         self._push_rng = np.random.default_rng(_stream(noise_seed, 4)) if self.push_dv else None
         self._pending = deque(np.zeros(h.action_size) for _ in range(self.delay_steps))
@@ -202,7 +211,7 @@ class ControlStepper:
     def observe(self, frame: SimFrame, task_state: dict) -> np.ndarray:
         """The policy's input at ``frame``: one call per control period (a dropped frame repeats
         the previous call's input; the observer's own state advances either way)."""
-        obs = self.observer(frame, task_state)
+        obs = self.observer(self._mech.sensed(frame), task_state)  # the sensors' reading of it
         if self._term_noise and self.observer.builder is None:  # the task's own observation, sensed values
             obs = obs + self._noise.normal(0.0, self._term_noise[0], obs.shape)
         if self._drop_rng is not None:
@@ -238,14 +247,17 @@ class ControlStepper:
         if self.delay_steps:
             self._pending.append(action)
             action = self._pending.popleft()
+        if self._mech.dropped():  # a lost command frame: the motors keep the previous action
+            action = self._held
+        late = min(self.delay_substeps + self._mech.jitter() * self.substeps, float(self.substeps))
         parts = [(act.target(action), self.substeps)]
-        if self.delay_substeps:  # the previous action acts for the first part of the period
+        if late:  # the previous action acts for the first part of the period
             held, now = act.target(self._held), parts[0][0]
-            whole = int(self.delay_substeps)
-            blend = self.delay_substeps - whole
+            whole = int(late)
+            blend = late - whole
             parts = [(held, whole)] + ([(blend * held + (1.0 - blend) * now, 1)] if blend > 1e-9 else []) \
                 + [(now, self.substeps - whole - (1 if blend > 1e-9 else 0))]
-            self._held = action
+        self._held = action
         return [(target, n) for target, n in parts if n > 0]
 
     def physics(self, parts: list[tuple[np.ndarray, int]]) -> None:
@@ -259,7 +271,7 @@ class ControlStepper:
         """``physics`` one engine ``step`` call at a time: a generator that yields after each, so
         the lockstep runner can take every episode's first step, then every second one (an engine
         with ``worlds`` then runs each round as one step of all worlds, whatever the torque law)."""
-        engine, model, act = self.engine, self.model, self.harness.actuation
+        engine, model, act, mech = self.engine, self.model, self.harness.actuation, self._mech
         # an actuator model (net history, torque-speed envelope) acts at every physics step
         law = act if self._actuator is None else self._actuator
         for target, n in parts:
@@ -269,14 +281,17 @@ class ControlStepper:
             elif self.native:
                 engine.step_targets(model, self.state, target, n)
                 yield
-            elif act.constant_over_substeps and not self._chain.stateful and self._actuator is None:
+            elif act.constant_over_substeps and not self._chain.stateful and self._actuator is None \
+                    and not mech.reads_state:
                 q, qd = engine.joint_state(model, self.state)
                 engine.step(model, self.state, self._chain(act.torques(target, q, qd)), n)
                 yield
             else:
                 for _ in range(n):
                     q, qd = engine.joint_state(model, self.state)
-                    engine.step(model, self.state, self._chain(law.torques(target, q, qd)), 1)
+                    tau = self._chain(law.torques(target, mech.encoder_q(q), qd))
+                    friction = mech.friction(qd, len(tau))
+                    engine.step(model, self.state, tau if friction is None else tau + friction, 1)
                     yield
 
     def settle(self) -> SimFrame:
