@@ -194,6 +194,23 @@ def _check_writable(path) -> None:
                             "choose another --out-dir") from None
 
 
+def _heldout(harness, logs, base, params, args, kwargs, fit):
+    """k-fold over the logs: the written set chosen on held-out folds (applied to ``fit``); None,
+    with a finding saying why, where nothing can be held out."""
+    from crosssim.real.heldout import apply, cross_validate
+
+    def say(text):
+        if not args.quiet:
+            print(f"  {text}", file=sys.stderr, flush=True)
+
+    result = cross_validate(harness, logs, base, params, folds=args.folds, fit_kwargs=kwargs, progress=say)
+    if isinstance(result, str):
+        fit.findings.append(result)
+        return None
+    apply(fit, result)
+    return result
+
+
 def cmd_calibrate(args) -> int:
     from pathlib import Path
 
@@ -218,9 +235,14 @@ def cmd_calibrate(args) -> int:
         if not args.quiet and n and n % 10 == 0:
             print(f"  {n} simulations of the logs", file=sys.stderr, flush=True)
 
-    fit = calibrate(harness, logs, base, params, segment_s=args.segment or None, max_evals=args.max_evals,
-                    method=args.method, progress=progress)
+    kwargs = dict(segment_s=args.segment or None, max_evals=args.max_evals, method=args.method)
+    fit = calibrate(harness, logs, base, params, progress=progress, **kwargs)
+    heldout = _heldout(harness, logs, base, params, args, kwargs, fit)
     print(format_fit(fit))
+    if heldout is not None:
+        from crosssim.real.heldout import format_heldout
+
+        print(format_heldout(heldout))
     try:
         write_profile(fit, path)
     except OSError as exc:  # the fit above is printed; say where it could not go
@@ -304,6 +326,10 @@ class CalibrateConfig:
                             help="Reset to the logged state every this many seconds (fixed-base robots, or base "
                                  "position and velocity logged); 0: replay whole logs [s].")
     max_evals: int = option(200, parse=options.whole(1), help="Budget of simulations of the logs per fit.")
+    folds: int = option(5, parse=options.whole(0),
+                        help="Judge the fit on logs it did not see: k-fold over whole logs (at most one fold per log; "
+                             "3 logs or more); the profile writes the parameter set with the lowest mean held-out "
+                             "error. 0: no folds (the sigma rule decides what is written).")
     method: str = option("auto", choices=("auto", "lsq", "global"),
                          help="lsq: bounded least squares (smooth, contact-free motion); global: differential "
                               "evolution (rugged, contact-rich objectives); auto: global for floating-base robots.")

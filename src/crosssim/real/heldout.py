@@ -1,0 +1,208 @@
+"""Calibration judged on logs it did not see: k-fold over whole logs (docs/real.md, "Held-out folds").
+
+Each fold's logs are held out while the others are fitted (``calibrate``); the fold's fit is then
+scored on the held-out logs with each set of its parameters written (the rest at their start
+value). The set written to the profile is the one with the lowest mean held-out error over the
+folds, found by backward elimination from "all fitted parameters" (a parameter stays only if it
+lowers the held-out error); the profile takes those parameters from the fit on every log. This
+replaces the per-parameter sigma rule (issue 37: the rule withheld damping, the parameter that
+bought the most, and the written twin was worse than the default on held-out logs). Reported
+per fold and in the mean: default vs written, held-out segment error, whole-log open-loop joint
+RMS, the share of held-out logs whose replay survives, and the first simulated fall.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+FOLDS = 5
+"""Default fold count (at most one fold per log)."""
+MIN_LOGS = 3
+"""Below this many logs (whose actions were applied) nothing is held out."""
+KEEP_GAIN = 1e-3
+"""A parameter is written only if it lowers the mean held-out error by more than this share (a
+parameter the logs do not depend on changes it by nothing: kept at its start value)."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """Error of one parameter set on held-out logs."""
+
+    rms: float
+    """Segment-replay RMS [rad] (the calibration objective)."""
+    q_rms: float
+    """Whole-log open-loop joint-position RMS [rad], mean over logs."""
+    survived: float
+    """Share of the held-out logs whose whole-log open-loop replay did not fall."""
+    first_fall_s: float | None
+    """Mean time of the first simulated fall over the logs that fell [s]; None: none fell."""
+
+    def as_dict(self) -> dict:
+        return {"rms": round(self.rms, 6), "q_rms": round(self.q_rms, 6), "survived": round(self.survived, 4),
+                "first_fall_s": None if self.first_fall_s is None else round(self.first_fall_s, 3)}
+
+
+@dataclass
+class Fold:
+    held_out: list[str]
+    fit: object
+    """The fit on the other logs (crosssim.real.calibrate.Fit)."""
+    errors: dict
+    """Held-out segment RMS by written set (frozenset of parameter names)."""
+    default: Score | None = None
+    written: Score | None = None
+
+
+def split(logs: list, k: int) -> list[tuple[list, list]]:
+    """``k`` folds of whole logs, round robin in name order: (fitted, held out) per fold."""
+    ordered = sorted(logs, key=lambda log: log.name)
+    return [([log for j, log in enumerate(ordered) if j % k != i], ordered[i::k]) for i in range(k)]
+
+
+def settings_with(fit, keep) -> dict:
+    """``fit``'s profile settings with only the parameters in ``keep`` written."""
+    return replace(fit, written=set(keep)).settings()
+
+
+def _score(harness, logs, base, settings, segment_s) -> Score:
+    from crosssim.real.calibrate import _Replay, Objective
+    from crosssim.real.compare import errors
+
+    rms = _Replay.of(harness, logs, base, segment_s).obj.rms(settings)
+    whole = Objective(harness, logs, base, None)
+    found = [errors(log, t) for log, t in zip(logs, whole.traces(settings, None))]
+    falls = [e["fall_time_s"] for e in found if e["fall_time_s"] is not None]
+    return Score(rms, float(np.mean([e["q_rms"] for e in found])), 1.0 - len(falls) / len(found),
+                 float(np.mean(falls)) if falls else None)
+
+
+def _backward(folds: list[Fold], names: list[str], evaluate) -> tuple[frozenset, list[tuple[str, float]]]:
+    """The written set with the lowest mean held-out error, by backward elimination from all;
+    the steps taken (name dropped, mean error after)."""
+    mean = lambda keep: float(np.mean([evaluate(f, keep) for f in folds]))  # noqa: E731
+    keep = frozenset(names)
+    current = mean(keep)
+    steps = [("", current)]
+    while keep:
+        trial = {p: mean(keep - {p}) for p in sorted(keep)}
+        p = min(trial, key=trial.get)
+        if trial[p] > current * (1 + KEEP_GAIN):
+            break
+        keep, current = keep - {p}, trial[p]
+        steps.append((p, current))
+    return keep, steps
+
+
+@dataclass
+class HeldOut:
+    k: int
+    folds: list[Fold]
+    chosen: frozenset
+    steps: list[tuple[str, float]]
+    """Backward elimination: (parameter dropped, mean held-out error after); first: all written."""
+    seconds: float
+
+    def record(self) -> dict:
+        """What the profile file records under calibration.heldout."""
+        names = [p.name for p in self.folds[0].fit.params]
+        return {"folds": self.k, "written": sorted(self.chosen), "seconds": round(self.seconds, 1),
+                "mean": {"default": _mean_score([f.default for f in self.folds]),
+                         "written": _mean_score([f.written for f in self.folds])},
+                "elimination": [{"dropped": p or None, "rms": round(e, 6)} for p, e in self.steps],
+                "per_fold": [{"held_out": f.held_out, "fitted": {n: round(float(f.fit.fitted[n]), 6) for n in names},
+                              "default": f.default.as_dict(), "written": f.written.as_dict(),
+                              "flagged": _flags(f.fit)} for f in self.folds]}
+
+
+def _flags(fit) -> dict[str, str]:
+    from crosssim.real.calibrate import implausible
+
+    return implausible(fit)
+
+
+def _mean_score(scores: list[Score]) -> dict:
+    falls = [s.first_fall_s for s in scores if s.first_fall_s is not None]
+    return {"rms": round(float(np.mean([s.rms for s in scores])), 6),
+            "q_rms": round(float(np.mean([s.q_rms for s in scores])), 6),
+            "survived": round(float(np.mean([s.survived for s in scores])), 4),
+            "first_fall_s": round(float(np.mean(falls)), 3) if falls else None}
+
+
+def cross_validate(harness, logs, base, params, *, folds: int = FOLDS, fit_kwargs: dict | None = None,
+                   progress=None) -> HeldOut | str:
+    """Fit on k-1 folds, score on the held-out one, for each fold; the written set chosen on the
+    held-out errors. Returns a sentence instead where there are too few logs to hold any out."""
+    from crosssim.real.calibrate import calibrate
+
+    t0 = time.monotonic()
+    applied = [log for log in logs if log.applied]
+    if folds < 2 or len(applied) < MIN_LOGS:
+        why = f"--folds {folds}" if folds < 2 else f"{len(applied)} logs; {MIN_LOGS} or more are needed"
+        return (f"nothing held out ({why}): the fit is judged only on the logs it was fitted to, and the sigma rule "
+                "decides what is written")
+    k = min(folds, len(applied))
+    kwargs = dict(fit_kwargs or {})
+    segment_s = kwargs.get("segment_s")
+    out, cache = [], {}
+    for i, (train, held) in enumerate(split(applied, k)):
+        if progress:
+            progress(f"fold {i + 1}/{k}: fitting {len(train)} logs, holding out {', '.join(log.name for log in held)}")
+        fit = calibrate(harness, train, base, params, **kwargs)
+        out.append(Fold([log.name for log in held], fit, {}))
+        cache[i] = held
+
+    def evaluate(fold: Fold, keep) -> float:
+        if keep not in fold.errors:
+            from crosssim.real.calibrate import _Replay
+
+            held = cache[out.index(fold)]
+            fold.errors[keep] = _Replay.of(harness, held, base, segment_s).obj.rms(settings_with(fold.fit, keep))
+        return fold.errors[keep]
+
+    chosen, steps = _backward(out, [p.name for p in params], evaluate)
+    for i, fold in enumerate(out):
+        fold.default = _score(harness, cache[i], base, settings_with(fold.fit, ()), segment_s)
+        fold.written = _score(harness, cache[i], base, settings_with(fold.fit, chosen), segment_s)
+    return HeldOut(k, out, chosen, steps, time.monotonic() - t0)
+
+
+def apply(fit, heldout: HeldOut):
+    """``fit`` (on every log) with the written set chosen on the held-out folds, and a finding saying so."""
+    from crosssim.real.calibrate import KEEPS_START
+
+    fit.written = set(heldout.chosen)
+    fit.heldout = heldout.record()
+    for phrase in KEEPS_START:  # the sigma rule no longer decides what is written
+        fit.findings = [f.replace(phrase, "what is written is decided on held-out folds") for f in fit.findings]
+    left = [p.name for p in fit.params if p.name not in heldout.chosen]
+    fit.findings.append(f"written: {', '.join(sorted(heldout.chosen)) or 'nothing'} (the set with the lowest mean "
+                        f"held-out error over {heldout.k} folds)" + (f"; kept at the start value: {', '.join(left)}"
+                                                                      if left else ""))
+    return fit
+
+
+def format_heldout(heldout: HeldOut) -> str:
+    """Default vs written on the held-out folds, per fold and in the mean, and the fold fits."""
+    rec = heldout.record()
+    names = [p.name for p in heldout.folds[0].fit.params]
+
+    def row(label, s):
+        fall = "-" if s["first_fall_s"] is None else f"{s['first_fall_s']:.2f} s"
+        return (f"    {label:<28}{s['rms']:>9.4f}{s['q_rms']:>10.4f}{100 * s['survived']:>9.0f} %{fall:>12}")
+
+    lines = [f"  held-out folds: {heldout.k} (each log held out once; fitted on the others; {heldout.seconds:.0f} s)",
+             f"    {'':<28}{'segments':>9}{'whole log':>10}{'survived':>11}{'first fall':>12}",
+             row("mean, default", rec["mean"]["default"]), row("mean, written", rec["mean"]["written"])]
+    for i, f in enumerate(rec["per_fold"]):
+        held = ", ".join(f["held_out"])
+        lines += [row(f"fold {i + 1} default", f["default"]), row(f"fold {i + 1} written", f["written"]),
+                  f"      held out {held}; fitted " + ", ".join(f"{n} {f['fitted'][n]:.4g}" for n in names)]
+        lines += [f"      ! {n}: {why}" for n, why in f["flagged"].items()]
+    spread = {n: [f["fitted"][n] for f in rec["per_fold"]] for n in names}
+    lines.append("    fold fits, min - max: " + ", ".join(f"{n} {min(v):.4g} - {max(v):.4g}" for n, v in spread.items()))
+    lines.append("    backward elimination (mean held-out segment RMS): " + " -> ".join(
+        f"{'all' if not p else 'without ' + p} {e:.4f}" for p, e in heldout.steps))
+    return "\n".join(lines)
