@@ -91,3 +91,22 @@ def test_fewer_than_three_logs_say_so(calibrated):
     text = cross_validate(harness, logs, EngineProfile("mujoco", "mujoco"), parse_params("damping", harness))
     assert text.startswith("nothing held out (2 logs; 3 or more are needed)")
     assert len(split(read_logs(calibrated[2], harness), 2)) == 2
+
+
+def test_fold_fits_that_disagree_are_said_so():
+    """Issue 37: damping 6.2 on four logs, 0.56 on four others; written or not, its value is no
+    measurement. A spread within a quarter of the range is not flagged."""
+    from types import SimpleNamespace
+
+    from crosssim.real.calibrate import PARAMS
+    from crosssim.real.heldout import Fold, HeldOut, _disagree
+
+    params = [PARAMS["damping"], PARAMS["motor_strength"]]
+    fits = [SimpleNamespace(params=params, fitted={"damping": d, "motor_strength": m})
+            for d, m in ((4.9, 1.1), (0.56, 1.2), (2.0, 1.15))]
+    held = HeldOut(3, [Fold([f"log{i}"], fit, {}) for i, fit in enumerate(fits)],
+                   frozenset({"damping", "motor_strength"}), [], 0.0)
+    (finding,) = _disagree(held)
+    assert finding.startswith("damping: the folds' fits range 0.56 - 4.9")
+    held.chosen = frozenset({"motor_strength"})
+    assert _disagree(held) == []  # not written: nothing to warn about

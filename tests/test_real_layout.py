@@ -159,7 +159,8 @@ def test_parquet_with_nested_struct_columns(flat, tmp_path):
 
 def test_a_wrong_unit_or_previous_action_fails_the_card_check(flat, tmp_path):
     """The checks run: degrees read as radians make the logged joint_pos_rel input 0.01745x the one
-    rebuilt from the log (exit 1, a fix named); a previous action of zeros at row 0 where the policy held 0.4 is the previous_action finding."""
+    rebuilt from the log (exit 1, a fix named); a previous action of zeros at row 0 where the
+    policy held 0.4 is the previous_action finding."""
     (tmp_path / "nounit.yaml").write_text(NESTED.replace(", unit: deg}", "}"))
     src = _nested(flat, tmp_path / "run.json")
     proc = _convert(src, "--layout", tmp_path / "nounit.yaml", "--out", tmp_path / "a" / "run.parquet",
@@ -184,6 +185,9 @@ def test_a_wrong_unit_or_previous_action_fails_the_card_check(flat, tmp_path):
     ("columns: {q: a, dq: b, action: [1, 2]}\n", "key 'columns.action' must be a dotted path"),
     ("columns: {q: a, dq: b, action: c}\nsidecar: {colour: red}\n", "key 'sidecar.colour' is not a sidecar"),
     ("[1, 2\n", "not a readable YAML layout mapping"),
+    ("columns: {q: {path: a, topic: /x}, dq: b, action: c}\n", "key 'columns.q.topic' applies to MCAP sources only"),
+    ("format: mcap\ncolumns: {q: {path: a, topic: /x}, dq: {path: b, topic: /x}, action: {path: c, topic: /x}}\n",
+     "key 'steps' is missing"),
 ])
 def test_a_bad_mapping_is_one_line_naming_the_file_and_key(tmp_path, text, key):
     (tmp_path / "bad.yaml").write_text(text)
@@ -221,3 +225,56 @@ def test_json_steps_fill_previous_action_from_the_log(tmp_path):
     _, notes = from_json_steps(tmp_path / "s.json", tmp_path / "o.parquet", Target("r", ("a", "b", "c"), 0.02))
     assert notes == ["the previous action of 1 steps is not the step before's action (first at step 3): the action "
                      "in force is not what the log says the policy returned"]
+
+
+MCAP_LAYOUT = """\
+format: mcap
+steps: /policy/action
+time: {topic: /joint_states, path: header.stamp}
+columns:
+  q: {topic: /joint_states, path: position, unit: deg}
+  dq: {topic: /joint_states, path: velocity}
+  action: {topic: /policy/action, path: data}
+  previous_action: {topic: /policy/previous_action, path: data}
+  obs: {topic: /policy/obs, path: data}
+sidecar:
+  joints: {value: [j3, j1, j2]}
+  control_period: {value: 0.02}
+"""
+
+
+def test_a_ros2_bag_through_a_mapping(flat, tmp_path):
+    """CDR messages (JointState, Float64MultiArray) read through a mapping with topics: the
+    decoded messages' fields by name, the stamp as the time, the log it was made from."""
+    pytest.importorskip("mcap_ros2")
+    from mcap_ros2.writer import Writer
+
+    from test_real_logs import ARRAY, JOINT_STATE, _stamp
+
+    bag = tmp_path / "run.mcap"
+    array = ARRAY.replace("float32[] data", "float64[] data")
+    with open(bag, "wb") as f:
+        w = Writer(f)
+        js, arr = w.register_msgdef("sensor_msgs/msg/JointState", JOINT_STATE), \
+            w.register_msgdef("std_msgs/msg/Float64MultiArray", array)
+        rows = zip(flat.time, _file(flat, "q"), _file(flat, "dq"), _file(flat, "action"), _previous(flat), flat.obs)
+        for t, q, dq, a, p, o in rows:
+            ns = int(round((10.0 + t) * 1e9))
+            state = {"header": {"stamp": _stamp(t), "frame_id": "base"}, "name": FILE_ORDER,
+                     "position": list(np.degrees(q)), "velocity": list(dq), "effort": []}
+            w.write_message("/joint_states", js, state,
+                            log_time=ns, publish_time=ns)
+            for i, (topic, data) in enumerate((("/policy/obs", o), ("/policy/previous_action", p),
+                                               ("/policy/action", a))):
+                w.write_message(topic, arr, {"layout": {"dim": [], "data_offset": 0}, "data": list(data)},
+                                log_time=ns + 1000 * (i + 1), publish_time=ns + 1000 * (i + 1))
+        w.finish()
+    (tmp_path / "bag.yaml").write_text(MCAP_LAYOUT)
+    proc = _convert(bag, "--layout", tmp_path / "bag.yaml", "--out", tmp_path / "logs" / "run.parquet", "--policy", ARM)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    log, problems = validate(tmp_path / "logs" / "run.parquet")
+    assert not problems
+    _same(log, flat)
+    (tmp_path / "bad.yaml").write_text(MCAP_LAYOUT.replace("{topic: /joint_states, path: velocity}", "velocity"))
+    with pytest.raises(LogError, match="bad.yaml: key 'columns.dq' has no 'topic'"):
+        load_layout(tmp_path / "bad.yaml")

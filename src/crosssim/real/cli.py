@@ -345,7 +345,7 @@ def add_commands(sub) -> None:
     for parent, name, func, config, help in (
             (lsub, "validate", cmd_validate, ValidateConfig, "check logs against the format (and their policy card)"),
             (lsub, "convert", cmd_convert, ConvertConfig,
-             "convert a log in another layout (a layout mapping for JSON / CSV / Parquet; a ROS 2 bag) to a "
+             "convert a log in another layout (a layout mapping for JSON / CSV / Parquet / MCAP; a ROS 2 bag) to a "
              "crosssim log"),
             (lsub, "simulate", cmd_simulate, SimulateConfig,
              "write logs of a policy in one engine profile (a stand-in robot)"),

@@ -193,19 +193,20 @@ def _layout_meta(source: Path, layout, root, given: dict) -> tuple[dict, list[st
 
 
 def from_layout(source: str | Path, out: str | Path, layout, given: dict) -> tuple[Path, list[str]]:
-    """Convert a JSON, CSV or Parquet file through a layout mapping (``load_layout``); ``given``:
+    """Convert a JSON, CSV, Parquet or MCAP file through a layout mapping (``load_layout``); ``given``:
     sidecar fields from the card or the flags (robot, joints, control_period, card, ...). Return
     the written log and notes."""
     from crosssim.real.layout import read_source, step_values
 
     source = Path(source)
-    root, steps = read_source(source, layout)
-    meta, notes = _layout_meta(source, layout, root, given)
+    root, steps, clock, notes = read_source(source, layout)
+    meta, more_notes = _layout_meta(source, layout, root, given)
+    notes = notes + more_notes
     order = meta.pop("file_joints", None) or meta["joints"]  # the file's vectors are in this order
     joints = [str(j) for j in order]
     rows: dict[str, list] = {}
-    if layout.time is None:
-        rows["time"] = [k * float(meta["control_period"]) for k in range(len(steps))]
+    if layout.time is None:  # the receive times of an MCAP bag, else one row per period
+        rows["time"] = clock or [k * float(meta["control_period"]) for k in range(len(steps))]
     else:
         for k, t in enumerate(step_values(source, layout, steps, "time", joints)):
             if t.size != 1:

@@ -178,10 +178,28 @@ def apply(fit, heldout: HeldOut):
     for phrase in KEEPS_START:  # the sigma rule no longer decides what is written
         fit.findings = [f.replace(phrase, "what is written is decided on held-out folds") for f in fit.findings]
     left = [p.name for p in fit.params if p.name not in heldout.chosen]
+    fit.findings += _disagree(heldout)
     fit.findings.append(f"written: {', '.join(sorted(heldout.chosen)) or 'nothing'} (the set with the lowest mean "
                         f"held-out error over {heldout.k} folds)" + (f"; kept at the start value: {', '.join(left)}"
                                                                       if left else ""))
     return fit
+
+
+DISAGREE = 0.25
+"""Fold fits of a written parameter spread over more than this share of its search range: other
+logs give other values (issue 37: damping 6.2 on four logs, 0.56 on four others)."""
+
+
+def _disagree(heldout: HeldOut) -> list[str]:
+    """A finding per written parameter whose fold fits disagree (its value is no measurement)."""
+    out = []
+    for p in heldout.folds[0].fit.params:
+        values = [float(f.fit.fitted[p.name]) for f in heldout.folds]
+        if p.name in heldout.chosen and max(values) - min(values) > DISAGREE * (p.high - p.low):
+            out.append(f"{p.name}: the folds' fits range {min(values):.3g} - {max(values):.3g} (over "
+                       f"{100 * DISAGREE:.0f} % of its range {p.low:g} - {p.high:g}): other logs give other values; it "
+                       "lowers the held-out error, but its value is compensation, not a measurement")
+    return out
 
 
 def format_heldout(heldout: HeldOut) -> str:
@@ -202,7 +220,8 @@ def format_heldout(heldout: HeldOut) -> str:
                   f"      held out {held}; fitted " + ", ".join(f"{n} {f['fitted'][n]:.4g}" for n in names)]
         lines += [f"      ! {n}: {why}" for n, why in f["flagged"].items()]
     spread = {n: [f["fitted"][n] for f in rec["per_fold"]] for n in names}
-    lines.append("    fold fits, min - max: " + ", ".join(f"{n} {min(v):.4g} - {max(v):.4g}" for n, v in spread.items()))
+    lines.append("    fold fits, min - max: " + ", ".join(f"{n} {min(v):.4g} - {max(v):.4g}"
+                                                       for n, v in spread.items()))
     lines.append("    backward elimination (mean held-out segment RMS): " + " -> ".join(
         f"{'all' if not p else 'without ' + p} {e:.4f}" for p, e in heldout.steps))
     return "\n".join(lines)

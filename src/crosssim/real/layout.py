@@ -7,8 +7,9 @@ field that holds it in one step of the source: a dotted path into a nested step 
 joint or index (``pos_{joint}``, ``q_{i}``), with its unit (deg -> rad, deg/s -> rad/s, ms -> s)
 and, for a quaternion, its order. ``steps`` is where the per-step list lies in a JSON file
 (``frames``); ``sidecar`` takes the sidecar's fields from the file's own metadata
-(``metadata.joint_names``) or from literal values. The same mapping reads JSON, CSV and Parquet:
-a table's row is a step whose keys are the column names (a Parquet struct column nests).
+(``metadata.joint_names``) or from literal values. The same mapping reads JSON, CSV, Parquet and
+MCAP: a table's row is a step whose keys are the column names (a Parquet struct column nests);
+an MCAP step is the newest message of each mapped topic at a message on the ``steps`` topic.
 Reading a mapping never runs code: ``yaml.safe_load`` and plain lookups.
 """
 
@@ -22,12 +23,12 @@ from pathlib import Path
 from crosssim.real.logs import COLUMN_GROUPS, SIDECAR_FIELDS, LogError
 
 TOP_KEYS = ("format", "steps", "time", "columns", "sidecar")
-GROUP_KEYS = ("path", "unit", "order")
+GROUP_KEYS = ("path", "unit", "order", "topic")
 GROUPS = tuple(g.name for g in COLUMN_GROUPS) + ("obs", "previous_action")
 """Column groups a mapping may name: the log format's, the policy input vector and the action
 in force before each step (row 0's becomes the sidecar's ``previous_action``)."""
 REQUIRED = ("q", "dq", "action")
-FORMATS = ("json", "csv", "parquet")
+FORMATS = ("json", "csv", "parquet", "mcap")
 _ANGLE = {"rad": 1.0, "deg": math.pi / 180}
 _RATE = {"rad/s": 1.0, "deg/s": math.pi / 180}
 UNITS = {
@@ -55,6 +56,8 @@ class Field:
     """Factor to crosssim's unit; -1: a rate [Hz] turned into a period."""
     order: str = "wxyz"
     """Quaternion order in the source."""
+    topic: str | None = None
+    """MCAP: the topic whose newest message (at each step) holds the field."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ class Layout:
     format: str | None
     """json, csv or parquet; None: by the source's suffix."""
     steps: str | None
-    """Dotted path to the per-step list in a JSON file; None: the file is that list."""
+    """Dotted path to the per-step list in a JSON file (None: the file is that list); MCAP: the
+    topic with one message per step (the policy's actions)."""
     time: Field | None
     """None: no clock, one row per control period."""
     columns: dict[str, Field]
@@ -99,12 +103,15 @@ def _field(path: Path, key: str, spec, group: str) -> Field:
         if unit not in units:
             raise _bad(path, f"{key}.unit", f"is {unit!r}; {group} is one of {', '.join(units)}")
         scale = units[unit]
+    topic = extra.get("topic")
+    if topic is not None and not (isinstance(topic, str) and topic):
+        raise _bad(path, f"{key}.topic", f"must be a topic name, got {topic!r}")
     order = extra.get("order", "wxyz")
     if "order" in extra and group != "quat":
         raise _bad(path, f"{key}.order", "applies to quat only")
     if order not in ("wxyz", "xyzw"):
         raise _bad(path, f"{key}.order", f"is {order!r}; one of wxyz, xyzw")
-    return Field(paths, scale, order)
+    return Field(paths, scale, order, topic)
 
 
 def load_layout(path: str | Path) -> Layout:
@@ -138,7 +145,20 @@ def load_layout(path: str | Path) -> Layout:
         raise _bad(path, f"columns.{missing[0]}", f"is missing ({', '.join(REQUIRED)} are required)")
     fields = {g: _field(path, f"columns.{g}", spec, g) for g, spec in columns.items()}
     time = _field(path, "time", raw["time"], "time") if raw.get("time") is not None else None
+    _check_topics(path, fmt, steps, {**{f"columns.{g}": f for g, f in fields.items()},
+                                     **({"time": time} if time else {})})
     return Layout(path, fmt, steps, time, fields, _sidecar(path, raw.get("sidecar") or {}))
+
+
+def _check_topics(path: Path, fmt, steps, fields: dict) -> None:
+    """MCAP mappings name a topic for every field and the per-step topic; others name none."""
+    for key, f in fields.items():
+        if fmt == "mcap" and f.topic is None:
+            raise _bad(path, key, "has no 'topic' (format mcap: the topic whose message holds the field)")
+        if fmt != "mcap" and f.topic is not None:
+            raise _bad(path, f"{key}.topic", "applies to MCAP sources only (set format: mcap)")
+    if fmt == "mcap" and steps is None:
+        raise _bad(path, "steps", "is missing: the topic with one message per policy step (e.g. /policy/action)")
 
 
 def _sidecar(path: Path, raw) -> dict[str, object]:
@@ -167,10 +187,16 @@ def lookup(record, path: str):
         return record[path]
     node = record
     for part in path.split("."):
-        if isinstance(node, dict) and part in node:
+        if isinstance(node, dict):
+            if part not in node:
+                return MISSING
             node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        elif isinstance(node, (list, tuple)) or type(node).__name__ in ("ndarray", "array"):
+            if not part.isdigit() or int(part) >= len(node):
+                return MISSING
             node = node[int(part)]
+        elif not part.startswith("_") and hasattr(node, part):  # a decoded ROS message's field
+            node = getattr(node, part)
         else:
             return MISSING
     return node
@@ -181,6 +207,7 @@ def expand(field: Field, joints, size: int | None, first) -> tuple[str, ...]:
     the first step has the path where the size is open, as for ``obs``)."""
     out = []
     for p in field.paths:
+        p = p if field.topic is None else f"{field.topic}.{p}"  # an MCAP step maps topics to messages
         kind = PATTERN.search(p)
         if kind is None:
             out.append(p)
@@ -201,11 +228,16 @@ def expand(field: Field, joints, size: int | None, first) -> tuple[str, ...]:
 SUFFIX_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet"}
 
 
-def read_source(source: Path, layout: Layout) -> tuple[object, list]:
-    """The source's root object (JSON; {} for a table) and its per-step records."""
+def read_source(source: Path, layout: Layout) -> tuple[object, list, list | None, list[str]]:
+    """The source's root object (JSON; {} otherwise), its per-step records, the steps' receive
+    times [s] (MCAP; else None) and notes."""
     import json
 
     fmt = layout.format or SUFFIX_FORMATS.get(source.suffix)
+    if fmt == "mcap" or (source.suffix == ".mcap" and layout.format is None):
+        if fmt != "mcap":
+            raise LogError(f"{source}: an MCAP source needs 'format: mcap' and a 'topic' per field in {layout.path}")
+        return _mcap_steps(source, layout)
     if fmt is None:
         raise LogError(f"{source}: cannot tell the format from the suffix {source.suffix!r}; set 'format' "
                        f"({', '.join(FORMATS)}) in {layout.path}")
@@ -217,7 +249,7 @@ def read_source(source: Path, layout: Layout) -> tuple[object, list]:
         except Exception as exc:  # pandas / pyarrow parser errors carry their own types
             raise LogError(f"{source}: cannot be read as {fmt} ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0][:160]})") from None
-        return {}, df.to_dict("records")
+        return {}, df.to_dict("records"), None, []
     try:
         root = json.loads(source.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -229,7 +261,32 @@ def read_source(source: Path, layout: Layout) -> tuple[object, list]:
         where = f"at '{layout.steps}'" if layout.steps else "at the top level"
         raise LogError(f"{source}: no list of per-step objects {where}; set 'steps' in {layout.path} to the dotted "
                        "path of that list (e.g. frames)")
-    return root, steps
+    return root, steps, None, []
+
+
+def _mcap_steps(source: Path, layout: Layout) -> tuple[dict, list, list, list[str]]:
+    """One step per message on the ``steps`` topic: the newest message of every mapped topic
+    received before it (the state the policy acted on), by topic name."""
+    from crosssim.real.convert import _messages
+
+    fields = [*layout.columns.values(), *([layout.time] if layout.time else [])]
+    topics = sorted({f.topic for f in fields} | {layout.steps})
+    latest, steps, clock, dropped = {}, [], [], 0
+    for topic, log_time, msg in _messages(source, topics):
+        latest[topic] = msg
+        if topic != layout.steps:
+            continue
+        if any(t not in latest for t in topics):
+            dropped += 1  # a topic has no message yet: the step cannot be given whole
+            continue
+        steps.append(dict(latest))
+        clock.append(log_time * 1e-9)
+    if not steps:
+        missing = [t for t in topics if t not in latest]
+        raise LogError(f"{source}: no step with a message on every mapped topic (never seen: "
+                       f"{', '.join(missing) or 'none'}; steps topic {layout.steps}) (topics of {layout.path})")
+    notes = [f"{dropped} steps before the first message of every mapped topic left out"] if dropped else []
+    return {}, steps, clock, notes
 
 
 def sidecar_values(source: Path, layout: Layout, root) -> dict:
@@ -255,6 +312,14 @@ def _group_size(group: str, joints) -> int | None:
     return len(joints) if spec is None or spec.keys is None else len(spec.keys)
 
 
+def _stamp(value):
+    """A ROS time (``sec`` and ``nanosec``) as seconds; anything else as it is."""
+    sec, nsec = lookup(value, "sec"), lookup(value, "nanosec")
+    if isinstance(value, (int, float)) or sec is MISSING or nsec is MISSING:
+        return value
+    return float(sec) + float(nsec) * 1e-9
+
+
 def step_values(source: Path, layout: Layout, steps: list, group: str, joints) -> list:
     """Per step, ``group``'s value (a number, a vector or a list of per-value numbers) in crosssim's
     unit; LogError naming the step and the path where one is missing."""
@@ -273,6 +338,8 @@ def step_values(source: Path, layout: Layout, steps: list, group: str, joints) -
                 raise LogError(f"{source}: step {k}: no '{p}' ({'columns.' if group != 'time' else ''}{group} of "
                                f"{layout.path})")
         where = f"{source}: step {k}"
+        if group == "time" and len(values) == 1:
+            values = [_stamp(values[0])]
         v = _numbers(values[0] if len(paths) == 1 else values, group, where) * field.scale
         if group == "quat" and v.size == 4 and field.order == "xyzw":
             v = v[[3, 0, 1, 2]]
