@@ -203,7 +203,18 @@ def _heldout(harness, logs, base, params, args, kwargs, fit):
         if not args.quiet:
             print(f"  {text}", file=sys.stderr, flush=True)
 
-    result = cross_validate(harness, logs, base, params, folds=args.folds, fit_kwargs=kwargs, progress=say)
+    policy = None
+    if args.folds >= 2:
+        from crosssim.errors import CrossSimError
+        from crosssim.policies import load_policy
+
+        try:
+            policy = load_policy(harness.card, obs_size=harness.obs_size, action_size=harness.action_size,
+                                 trust=args.trust_policy_code)
+        except CrossSimError as exc:
+            fit.findings.append(f"held-out logs not replayed closed loop: the policy did not load ({exc})")
+    result = cross_validate(harness, logs, base, params, folds=args.folds, fit_kwargs=kwargs, policy=policy,
+                            progress=say)
     if isinstance(result, str):
         fit.findings.append(result)
         return None
@@ -335,6 +346,8 @@ class CalibrateConfig:
                               "evolution (rugged, contact-rich objectives); auto: global for floating-base robots.")
     name: str | None = option(None, help="Profile name suffix (default: the log folder's name).")
     out_dir: str = option("simulators", help="Where the profile is written.")
+    trust_policy_code: bool = option(False, help="Allow code from the policy file to run (closed-loop replay of the "
+                                                 "held-out logs; other formats run in the sandbox).")
     quiet: bool = option(False, help="No progress lines on stderr.")
 
 

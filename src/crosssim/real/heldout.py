@@ -14,7 +14,7 @@ RMS, the share of held-out logs whose replay survives, and the first simulated f
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -28,32 +28,58 @@ parameter the logs do not depend on changes it by nothing: kept at its start val
 
 
 @dataclass(frozen=True)
+class Replay:
+    """Whole held-out logs replayed in one mode (open loop: the logged actions; closed loop: the
+    policy), each to its end (a simulated fall is recorded, not a stop)."""
+
+    q_rms: float
+    """Joint-position RMS [rad] over the whole log, mean over logs."""
+    survived: float
+    """Share of the held-out logs whose replay did not fall."""
+    first_fall_s: float | None
+    """Mean time of the first simulated fall over the logs that fell [s]; None: none fell."""
+
+    @classmethod
+    def of(cls, found: list[dict]) -> "Replay":
+        falls = [e["fall_time_s"] for e in found if e["fall_time_s"] is not None]
+        return cls(float(np.mean([e["q_rms"] for e in found])), 1.0 - len(falls) / len(found),
+                   float(np.mean(falls)) if falls else None)
+
+    def as_dict(self) -> dict:
+        return {"q_rms": round(self.q_rms, 6), "survived": round(self.survived, 4),
+                "first_fall_s": None if self.first_fall_s is None else round(self.first_fall_s, 3)}
+
+
+@dataclass(frozen=True)
 class Score:
     """Error of one parameter set on held-out logs."""
 
     rms: float
     """Segment-replay RMS [rad] (the calibration objective)."""
-    q_rms: float
-    """Whole-log open-loop joint-position RMS [rad], mean over logs."""
-    survived: float
-    """Share of the held-out logs whose whole-log open-loop replay did not fall."""
-    first_fall_s: float | None
-    """Mean time of the first simulated fall over the logs that fell [s]; None: none fell."""
+    open_loop: Replay
+    closed_loop: Replay | None
+    """None: the policy was not loaded (calibrate without --trust-policy-code for a policy that
+    needs it)."""
 
     def as_dict(self) -> dict:
-        return {"rms": round(self.rms, 6), "q_rms": round(self.q_rms, 6), "survived": round(self.survived, 4),
-                "first_fall_s": None if self.first_fall_s is None else round(self.first_fall_s, 3)}
+        return {"rms": round(self.rms, 6), "open_loop": self.open_loop.as_dict(),
+                "closed_loop": None if self.closed_loop is None else self.closed_loop.as_dict()}
 
 
-@dataclass
+@dataclass(eq=False)
 class Fold:
-    held_out: list[str]
+    held_out: list = field(repr=False)
+    """The held-out logs (RealLog)."""
     fit: object
     """The fit on the other logs (crosssim.real.calibrate.Fit)."""
-    errors: dict
+    errors: dict = field(default_factory=dict)
     """Held-out segment RMS by written set (frozenset of parameter names)."""
     default: Score | None = None
     written: Score | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [log.name for log in self.held_out]
 
 
 def split(logs: list, k: int) -> list[tuple[list, list]]:
@@ -67,16 +93,27 @@ def settings_with(fit, keep) -> dict:
     return replace(fit, written=set(keep)).settings()
 
 
-def _score(harness, logs, base, settings, segment_s) -> Score:
-    from crosssim.real.calibrate import _Replay, Objective
-    from crosssim.real.compare import errors
+def _segments(harness, logs, base, settings, segment_s) -> float:
+    from crosssim.real.calibrate import _Replay
 
-    rms = _Replay.of(harness, logs, base, segment_s).obj.rms(settings)
-    whole = Objective(harness, logs, base, None)
-    found = [errors(log, t) for log, t in zip(logs, whole.traces(settings, None))]
-    falls = [e["fall_time_s"] for e in found if e["fall_time_s"] is not None]
-    return Score(rms, float(np.mean([e["q_rms"] for e in found])), 1.0 - len(falls) / len(found),
-                 float(np.mean(falls)) if falls else None)
+    return _Replay.of(harness, logs, base, segment_s).obj.rms(settings)
+
+
+def _score(harness, logs, base, settings, segment_s, policy) -> Score:
+    """Segment RMS, and whole logs replayed open loop and (with ``policy``) closed loop."""
+    from crosssim.profiles import with_settings
+    from crosssim.real.compare import errors, simulate
+    from crosssim.runner.simulator import open_engine
+
+    sim = open_engine(with_settings(base, settings), harness.scene, base=harness.model_variant)
+    try:
+        open_loop = [errors(log, simulate(sim, harness, log, stop_on_termination=False)) for log in logs]
+        closed = None if policy is None else [
+            errors(log, simulate(sim, harness, log, policy=policy, stop_on_termination=False)) for log in logs]
+    finally:
+        sim.close()
+    return Score(_segments(harness, logs, base, settings, segment_s), Replay.of(open_loop),
+                 None if closed is None else Replay.of(closed))
 
 
 def _backward(folds: list[Fold], names: list[str], evaluate) -> tuple[frozenset, list[tuple[str, float]]]:
@@ -112,7 +149,7 @@ class HeldOut:
                 "mean": {"default": _mean_score([f.default for f in self.folds]),
                          "written": _mean_score([f.written for f in self.folds])},
                 "elimination": [{"dropped": p or None, "rms": round(e, 6)} for p, e in self.steps],
-                "per_fold": [{"held_out": f.held_out, "fitted": {n: round(float(f.fit.fitted[n]), 6) for n in names},
+                "per_fold": [{"held_out": f.names, "fitted": {n: round(float(f.fit.fitted[n]), 6) for n in names},
                               "default": f.default.as_dict(), "written": f.written.as_dict(),
                               "flagged": _flags(f.fit)} for f in self.folds]}
 
@@ -123,18 +160,27 @@ def _flags(fit) -> dict[str, str]:
     return implausible(fit)
 
 
-def _mean_score(scores: list[Score]) -> dict:
-    falls = [s.first_fall_s for s in scores if s.first_fall_s is not None]
-    return {"rms": round(float(np.mean([s.rms for s in scores])), 6),
-            "q_rms": round(float(np.mean([s.q_rms for s in scores])), 6),
-            "survived": round(float(np.mean([s.survived for s in scores])), 4),
+def _mean_replay(replays: list[Replay]) -> dict | None:
+    if any(r is None for r in replays):
+        return None
+    falls = [r.first_fall_s for r in replays if r.first_fall_s is not None]
+    return {"q_rms": round(float(np.mean([r.q_rms for r in replays])), 6),
+            "survived": round(float(np.mean([r.survived for r in replays])), 4),
             "first_fall_s": round(float(np.mean(falls)), 3) if falls else None}
 
 
+def _mean_score(scores: list[Score]) -> dict:
+    """The folds' mean (each fold weighs alike; a fold's first fall only where one fell)."""
+    return {"rms": round(float(np.mean([s.rms for s in scores])), 6),
+            "open_loop": _mean_replay([s.open_loop for s in scores]),
+            "closed_loop": _mean_replay([s.closed_loop for s in scores])}
+
+
 def cross_validate(harness, logs, base, params, *, folds: int = FOLDS, fit_kwargs: dict | None = None,
-                   progress=None) -> HeldOut | str:
+                   policy=None, progress=None) -> HeldOut | str:
     """Fit on k-1 folds, score on the held-out one, for each fold; the written set chosen on the
-    held-out errors. Returns a sentence instead where there are too few logs to hold any out."""
+    held-out errors; default vs written scored on each fold (closed loop too with ``policy``).
+    Returns a sentence instead where there are too few logs to hold any out."""
     from crosssim.real.calibrate import calibrate
 
     t0 = time.monotonic()
@@ -146,26 +192,21 @@ def cross_validate(harness, logs, base, params, *, folds: int = FOLDS, fit_kwarg
     k = min(folds, len(applied))
     kwargs = dict(fit_kwargs or {})
     segment_s = kwargs.get("segment_s")
-    out, cache = [], {}
+    out = []
     for i, (train, held) in enumerate(split(applied, k)):
         if progress:
             progress(f"fold {i + 1}/{k}: fitting {len(train)} logs, holding out {', '.join(log.name for log in held)}")
-        fit = calibrate(harness, train, base, params, **kwargs)
-        out.append(Fold([log.name for log in held], fit, {}))
-        cache[i] = held
+        out.append(Fold(held, calibrate(harness, train, base, params, **kwargs)))
 
     def evaluate(fold: Fold, keep) -> float:
         if keep not in fold.errors:
-            from crosssim.real.calibrate import _Replay
-
-            held = cache[out.index(fold)]
-            fold.errors[keep] = _Replay.of(harness, held, base, segment_s).obj.rms(settings_with(fold.fit, keep))
+            fold.errors[keep] = _segments(harness, fold.held_out, base, settings_with(fold.fit, keep), segment_s)
         return fold.errors[keep]
 
     chosen, steps = _backward(out, [p.name for p in params], evaluate)
-    for i, fold in enumerate(out):
-        fold.default = _score(harness, cache[i], base, settings_with(fold.fit, ()), segment_s)
-        fold.written = _score(harness, cache[i], base, settings_with(fold.fit, chosen), segment_s)
+    for fold in out:
+        fold.default = _score(harness, fold.held_out, base, settings_with(fold.fit, ()), segment_s, policy)
+        fold.written = _score(harness, fold.held_out, base, settings_with(fold.fit, chosen), segment_s, policy)
     return HeldOut(k, out, chosen, steps, time.monotonic() - t0)
 
 
@@ -207,12 +248,20 @@ def format_heldout(heldout: HeldOut) -> str:
     rec = heldout.record()
     names = [p.name for p in heldout.folds[0].fit.params]
 
-    def row(label, s):
-        fall = "-" if s["first_fall_s"] is None else f"{s['first_fall_s']:.2f} s"
-        return (f"    {label:<28}{s['rms']:>9.4f}{s['q_rms']:>10.4f}{100 * s['survived']:>9.0f} %{fall:>12}")
+    def mode(r):
+        if r is None:
+            return f"{'not run':>30}"
+        fall = "-" if r["first_fall_s"] is None else f"{r['first_fall_s']:.2f} s"
+        return f"{r['q_rms']:>10.4f}{100 * r['survived']:>7.0f} %{fall:>11}"
 
-    lines = [f"  held-out folds: {heldout.k} (each log held out once; fitted on the others; {heldout.seconds:.0f} s)",
-             f"    {'':<28}{'segments':>9}{'whole log':>10}{'survived':>11}{'first fall':>12}",
+    def row(label, s):
+        return f"    {label:<22}{s['rms']:>9.4f}  {mode(s['open_loop'])}  {mode(s['closed_loop'])}"
+
+    head = f"{'q RMS':>10}{'survived':>9}{'first fall':>11}"
+    lines = [f"  held-out folds: {heldout.k} (each log held out once; fitted on the others; {heldout.seconds:.0f} s); "
+             "whole logs replayed open loop (logged actions) and closed loop (the policy); survived: share of logs",
+             f"    {'':<22}{'segments':>9}  {'open loop':^30}  {'closed loop':^30}",
+             f"    {'':<22}{'q RMS':>9}  {head}  {head}",
              row("mean, default", rec["mean"]["default"]), row("mean, written", rec["mean"]["written"])]
     for i, f in enumerate(rec["per_fold"]):
         held = ", ".join(f["held_out"])
