@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.real.logs import COLUMN_GROUPS, JOINTS, OBS_PREFIX, LogError, write_log
+from crosssim.real.sources import messages, numbers, shown
 
 ALIASES = {
     "time": ("time", "t", "timestamp", "stamp"),
@@ -53,20 +54,8 @@ class Target:
     """Further sidecar fields (card, action_delay, applied, ...)."""
 
 
-def _numbers(value, group: str, where: str) -> np.ndarray:
-    """A step's value as a flat float vector; LogError naming the step and the key for anything
-    else (text, null, a mapping, nested lists): one line, never a traceback."""
-    try:  # null would become NaN
-        out = None if value is None else np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        out = None
-    if out is None or out.ndim > 1:
-        raise LogError(f"{where}: '{group}' must be a number or a list of numbers, got {_shown(value)}")
-    return np.atleast_1d(out)
-
-
 def _quat(q, order: str, where: str = "") -> np.ndarray:
-    q = _numbers(q, "quat", where)
+    q = numbers(q, "quat", where)
     if q.size != 4:
         raise LogError(f"{where}: 'quat' has {q.size} values; expected 4 ({order})")
     return q if order == "wxyz" else np.array([q[3], q[0], q[1], q[2]])
@@ -74,7 +63,7 @@ def _quat(q, order: str, where: str = "") -> np.ndarray:
 
 def _columns(rows: dict[str, list], group: str, values, joints, where: str) -> None:
     spec = {g.name: g for g in COLUMN_GROUPS}.get(group)
-    values = _numbers(values, group, where)
+    values = numbers(values, group, where)
     if group == "obs":
         keys = [str(k) for k in range(values.size)]
         prefix = OBS_PREFIX
@@ -86,14 +75,6 @@ def _columns(rows: dict[str, list], group: str, values, joints, where: str) -> N
                        f"({', '.join(keys[:4])}{'...' if len(keys) > 4 else ''})")
     for k, v in zip(keys, values):
         rows.setdefault(prefix + k, []).append(float(v))
-
-
-def _shown(value) -> str:
-    """A value quoted in a message, at most 60 characters (any nesting depth)."""
-    try:
-        return json.dumps(value)[:60]
-    except (RecursionError, TypeError, ValueError):
-        return f"a nested {type(value).__name__}"
 
 
 def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tuple[Path, list[str]]:
@@ -123,11 +104,11 @@ def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tupl
                 continue
             seen.add(group)
             if group == "previous_action":  # row 0's becomes the sidecar's; the rest are checked
-                prev.append(_numbers(value, key, where))
+                prev.append(numbers(value, key, where))
             elif group == "time":
-                t = _numbers(value, key, where)
+                t = numbers(value, key, where)
                 if t.size != 1:
-                    raise LogError(f"{where}: '{key}' must be one number [s], got {_shown(value)}")
+                    raise LogError(f"{where}: '{key}' must be one number [s], got {shown(value)}")
                 rows.setdefault("time", []).append(float(t[0]))
             else:
                 _columns(rows, group, _quat(value, target.quat_order, where) if group == "quat" else value,
@@ -257,37 +238,6 @@ def _stamp(msg, log_time_ns: int) -> float:
     return log_time_ns * 1e-9
 
 
-class _JsonDecoders:
-    """Decoders for JSON-encoded MCAP messages (foxglove's JSON channels)."""
-
-    def decoder_for(self, message_encoding, schema):
-        return (lambda data: json.loads(data)) if message_encoding == "json" else None
-
-
-def _messages(path: Path, topics: list[str]):
-    try:
-        from mcap.reader import make_reader
-    except ImportError:
-        raise LogError("reading MCAP files needs the mcap library: pip install 'crosssim[ros]'") from None
-    factories = [_JsonDecoders()]
-    try:
-        from mcap_ros2.decoder import DecoderFactory
-
-        factories.insert(0, DecoderFactory())
-    except ImportError:  # CDR (ROS 2) messages then fail below with the install hint
-        pass
-    try:
-        with open(path, "rb") as f:
-            reader = make_reader(f, decoder_factories=factories)
-            for schema, channel, message, decoded in reader.iter_decoded_messages(topics=topics):
-                yield channel.topic, message.log_time, decoded
-    except LogError:
-        raise
-    except Exception as exc:  # the mcap library's own error types: a damaged file or an unknown encoding
-        hint = " (ROS 2 CDR messages need: pip install 'crosssim[ros]')" if "decoder" in str(exc).lower() else ""
-        raise LogError(f"{path}: cannot be read as MCAP ({type(exc).__name__}: {str(exc)[:160]}){hint}") from None
-
-
 def from_mcap(source: str | Path, out: str | Path, target: Target, topics: Topics = Topics()) -> tuple[Path, list[str]]:
     """Convert a ROS 2 bag in MCAP; return the written log and notes (topics missing, rows dropped)."""
     source = Path(source)
@@ -296,7 +246,7 @@ def from_mcap(source: str | Path, out: str | Path, target: Target, topics: Topic
     rows: dict[str, list] = {}
     seen: set[str] = set()
     dropped = 0
-    for topic, log_time, msg in _messages(source, wanted):
+    for topic, log_time, msg in messages(source, wanted):
         seen.add(topic)
         if topic != topics.action:
             latest[topic] = (_stamp(msg, log_time), msg)

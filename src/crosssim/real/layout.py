@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crosssim.real.logs import COLUMN_GROUPS, SIDECAR_FIELDS, LogError
+from crosssim.real.sources import messages, numbers
 
 TOP_KEYS = ("format", "steps", "time", "columns", "sidecar")
 GROUP_KEYS = ("path", "unit", "order", "topic")
@@ -267,12 +268,10 @@ def read_source(source: Path, layout: Layout) -> tuple[object, list, list | None
 def _mcap_steps(source: Path, layout: Layout) -> tuple[dict, list, list, list[str]]:
     """One step per message on the ``steps`` topic: the newest message of every mapped topic
     received before it (the state the policy acted on), by topic name."""
-    from crosssim.real.convert import _messages
-
     fields = [*layout.columns.values(), *([layout.time] if layout.time else [])]
     topics = sorted({f.topic for f in fields} | {layout.steps})
     latest, steps, clock, dropped = {}, [], [], 0
-    for topic, log_time, msg in _messages(source, topics):
+    for topic, log_time, msg in messages(source, topics):
         latest[topic] = msg
         if topic != layout.steps:
             continue
@@ -323,8 +322,6 @@ def _stamp(value):
 def step_values(source: Path, layout: Layout, steps: list, group: str, joints) -> list:
     """Per step, ``group``'s value (a number, a vector or a list of per-value numbers) in crosssim's
     unit; LogError naming the step and the path where one is missing."""
-    from crosssim.real.convert import _numbers
-
     field = layout.columns[group] if group != "time" else layout.time
     paths = expand(field, joints, _group_size(group, joints), steps[0])
     if not paths:
@@ -340,7 +337,7 @@ def step_values(source: Path, layout: Layout, steps: list, group: str, joints) -
         where = f"{source}: step {k}"
         if group == "time" and len(values) == 1:
             values = [_stamp(values[0])]
-        v = _numbers(values[0] if len(paths) == 1 else values, group, where) * field.scale
+        v = numbers(values[0] if len(paths) == 1 else values, group, where) * field.scale
         if group == "quat" and v.size == 4 and field.order == "xyzw":
             v = v[[3, 0, 1, 2]]
         out.append(v)
