@@ -114,3 +114,21 @@ def test_fold_fits_that_disagree_are_said_so():
     assert finding.startswith("damping: the folds' fits range 0.56 - 4.9")
     held.chosen = frozenset({"motor_strength"})
     assert _disagree(held) == []  # not written: nothing to warn about
+
+
+@pytest.mark.parametrize("free_base, pose, policy, want", [
+    (False, False, None, "segments"),
+    (True, True, None, "segments"),
+    (True, False, "policy", "closed_loop"),
+    (True, False, None, "open_loop"),
+])
+def test_the_criterion_is_the_objective_only_where_it_covers_every_row(free_base, pose, policy, want):
+    """A floating base without a logged base pose replays only each log's start: the set is then
+    chosen on whole held-out logs (closed loop with the policy)."""
+    from types import SimpleNamespace
+
+    from crosssim.real.heldout import criterion_for
+
+    harness = SimpleNamespace(canonical=SimpleNamespace(free_base=free_base))
+    logs = [SimpleNamespace(pos=1 if pose else None, vel=1 if pose else None)] * 3
+    assert criterion_for(harness, logs, 0.5, policy) == want
