@@ -283,7 +283,7 @@ class ValidateConfig:
 @dataclass(frozen=True, kw_only=True)
 class ConvertConfig:
     source: str = option(positional=True, help="A per-step JSON list (.json), a ROS 2 bag / MCAP file (.mcap), or "
-                                                "with --layout a JSON, CSV or Parquet file in any layout.")
+                                                "with --layout a JSON, CSV, Parquet or MCAP file in any layout.")
     out: str = option(help="The log to write (.parquet or .csv; the .json sidecar goes beside it).")
     layout: str | None = option(None, help="Layout mapping (YAML): which field or dotted path of the source is which "
                                            "log column, units, where the per-step list is (docs/real.md).")

@@ -180,7 +180,7 @@ class HeldOut:
                 "seconds": round(self.seconds, 1),
                 "mean": {"default": _mean_score([f.default for f in self.folds]),
                          "written": _mean_score([f.written for f in self.folds])},
-                "elimination": [{"dropped": p or None, "rms": round(e, 6)} for p, e in self.steps],
+                "elimination": [{"dropped": p or None, "error": round(e, 6)} for p, e in self.steps],
                 "per_fold": [{"held_out": f.names, "fitted": {n: round(float(f.fit.fitted[n]), 6) for n in names},
                               "default": f.default.as_dict(), "written": f.written.as_dict(),
                               "flagged": _flags(f.fit)} for f in self.folds]}
