@@ -279,7 +279,7 @@ def test_convert_a_per_step_json_list(tmp_path):
 
     path, ignored = from_json_steps(tmp_path / "steps.json", out, Target("r", ("j1", "j2", "j3"), 0.02, "xyzw"))
     log, problems = validate(path)
-    assert not problems and ignored == ["note"]
+    assert not problems and ignored == ["ignored keys: note"]
     np.testing.assert_allclose(log.q[2], [2, 3, 4]) and np.testing.assert_allclose(log.quat[0], [1, 0, 0, 0])
     steps[3]["joint_pos"] = [1.0]
     (tmp_path / "bad.json").write_text(json.dumps(steps))

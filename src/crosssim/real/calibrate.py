@@ -61,6 +61,9 @@ specification). motor_strength: a motor within -40 / +25 % of its torque constan
 temperature, supply voltage; above that it is not the motor); friction: rubber-like feet on
 floors; mass: a robot is weighed to better than 30 %; motor_lag: above 50 ms it is a delay.
 Other parameters: their search bounds (``Param.low`` / ``high``)."""
+KEEPS_START = ("the profile keeps its starting value", "the profile keeps its latency",
+               "the profile keeps the start value")
+"""How the sigma rule's findings say a parameter is not written (replaced where held-out folds decide)."""
 NEAR_BOUND = 0.03
 """A fit within this share of its search range from a bound is "at its bound" (the true value may
 lie beyond: issue 37's armature and dry friction ended within 3 % of their x5 bounds). A lower
@@ -150,12 +153,24 @@ class Fit:
     """Fitted action delay [control steps] at physics-step resolution (latency in ``params``)."""
     delay_range: tuple[float, float] | None = None
     """Delays the logs cannot tell from the fitted one (paired test over segments, 2 SE)."""
+    written: set | None = None
+    """Parameters whose fit the profile takes, chosen on held-out folds (crosssim.real.heldout);
+    None: every identified one (the sigma rule, with fewer than 3 logs or --folds 0)."""
+    heldout: dict | None = None
+    """The held-out folds' record (crosssim.real.heldout.HeldOut.record)."""
+
+    @property
+    def unwritten(self) -> set:
+        """Parameters the profile keeps at their start value."""
+        if self.written is None:
+            return set(self.unidentified)
+        return {p.name for p in self.params} - set(self.written)
 
     def settings(self) -> dict:
-        """The profile's settings: the base's, with every identified parameter's fit."""
+        """The profile's settings: the base's, with every written parameter's fit."""
         out = flat_settings(self.base)
         for p in self.params:
-            if p.name in self.unidentified:
+            if p.name in self.unwritten:
                 continue
             if p.integer and self.delay is not None:
                 whole = int(np.floor(self.delay + 1e-9))
@@ -672,7 +687,8 @@ def format_fit(fit: Fit) -> str:
         start = p.nominal if start is None else start
         sd = fit.sigma.get(p.name, float("nan"))
         sd_text = f"{sd:.3g}" if np.isfinite(sd) else "n/a"
-        written = "no (not identified)" if p.name in fit.unidentified else "yes"
+        written = ("yes" if p.name not in fit.unwritten else "no (not identified)" if fit.written is None
+                   else "no (held-out folds)")
         lines.append(f"  {p.name:<20}{p.setting:<20}{start:>8.3g}{fit.fitted[p.name]:>10.4g}{sd_text:>11}"
                      f"{fit.without[p.name]:>24.4f}  {written}{fit.extra.get(p.name, '')}")
     if fit.latency_error:
@@ -710,10 +726,11 @@ def write_profile(fit: Fit, path) -> "Path":
                                 "bootstrap_sd": (round(fit.bootstrap[p.name], 6) if p.name in fit.bootstrap
                                                  else None),
                                 "identified": p.name not in fit.unidentified,
-                                "written": p.name not in fit.unidentified,
+                                "written": p.name not in fit.unwritten,
                                 "implausible": odd.get(p.name)} for p in fit.params},
         "delay_steps": fit.delay, "delay_range_steps": list(fit.delay_range) if fit.delay_range else None,
         "findings": fit.findings,
+        "heldout": fit.heldout,
     }
     head = (f"# Calibrated by `crosssim calibrate` against {len(fit.logs)} real logs (docs/real.md).\n"
             f"# Use it by name: crosssim crossval --engines {path.stem},... ; settings act in every condition.\n")

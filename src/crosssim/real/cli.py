@@ -89,52 +89,83 @@ def _input_checks(harness, log, path) -> bool:
     return ok
 
 
-def cmd_convert(args) -> int:
-    """A per-step JSON list or a ROS 2 bag (MCAP) -> a crosssim log, then validated."""
+def _convert_given(args):
+    """The card's harness (None without --policy) and the sidecar fields the card and the flags give."""
+    import os
     from pathlib import Path
 
-    from crosssim.real.convert import Target, Topics, from_json_steps, from_mcap
-    from crosssim.real.logs import LogError, validate
-
-    source = Path(args.source)
-    kind = args.format if args.format != "auto" else {".json": "json", ".mcap": "mcap"}.get(source.suffix)
-    if kind is None:
-        raise LogError(f"{source}: cannot tell the layout from the suffix {source.suffix!r}; pass --format json|mcap")
-    joints, period, robot, extra = args.joints, args.control_period, args.robot, {}
+    given = {"robot": args.robot, "joints": tuple(args.joints), "control_period": args.control_period}
+    harness = None
     if args.policy:
-        import os
-
         from crosssim.card import load_card
         from crosssim.runner.harness import Harness
 
         harness = Harness.from_card(load_card(args.policy))
-        joints = joints or tuple(harness.canonical.joint_names[j] for j in harness.joints)
-        period = period or harness.control_dt
-        robot = robot or harness.scene.stem
-        extra["card"] = os.path.relpath(Path(args.policy).resolve(), Path(args.out).resolve().parent)
-    if not joints or not period:
+        given["joints"] = given["joints"] or tuple(harness.canonical.joint_names[j] for j in harness.joints)
+        given["control_period"] = given["control_period"] or harness.control_dt
+        given["robot"] = given["robot"] or harness.scene.stem
+        given["card"] = os.path.relpath(Path(args.policy).resolve(), Path(args.out).resolve().parent)
+    if args.action_delay:
+        given["action_delay"] = args.action_delay
+    if args.dry_run:
+        given["applied"] = False
+    return harness, given
+
+
+def _convert(args, source, given):
+    """Write the log: through a layout mapping, or the JSON-steps / MCAP converters; (path, notes)."""
+    from crosssim.real.convert import Target, Topics, from_json_steps, from_layout, from_mcap
+    from crosssim.real.layout import load_layout
+    from crosssim.real.logs import LogError
+
+    if args.layout:
+        return from_layout(source, args.out, load_layout(args.layout), given)
+    kind = args.format if args.format != "auto" else {".json": "json", ".mcap": "mcap"}.get(source.suffix)
+    if kind is None:
+        raise LogError(f"{source}: cannot tell the layout from the suffix {source.suffix!r}; pass --format json|mcap, "
+                       "or --layout MAPPING.yaml for CSV / Parquet / other JSON layouts")
+    if not given["joints"] or not given["control_period"]:
         raise LogError(f"{source}: pass --policy CARD, or --joints and --control-period (the policy's joint order "
                        "and period)")
-    if args.action_delay:
-        extra["action_delay"] = args.action_delay
-    if args.dry_run:
-        extra["applied"] = False
-    target = Target(robot or source.stem, tuple(joints), float(period), args.quat_order, tuple(extra.items()))
+    extra = tuple((k, v) for k, v in given.items() if k not in ("robot", "joints", "control_period"))
+    target = Target(given["robot"] or source.stem, tuple(given["joints"]), float(given["control_period"]),
+                    args.quat_order, extra)
     if kind == "json":
-        path, notes = from_json_steps(source, args.out, target)
-        notes = [f"ignored keys: {', '.join(notes)}"] if notes else []
-    else:
-        topics = Topics(args.topic_joint_states, args.topic_action, args.topic_imu or None, args.topic_obs or None,
-                        args.topic_command or None)
-        path, notes = from_mcap(source, args.out, target, topics)
+        return from_json_steps(source, args.out, target)
+    topics = Topics(args.topic_joint_states, args.topic_action, args.topic_imu or None, args.topic_obs or None,
+                    args.topic_command or None)
+    return from_mcap(source, args.out, target, topics)
+
+
+def cmd_convert(args) -> int:
+    """Another layout -> a crosssim log, then validated; with a card (--policy, or the mapping's
+    sidecar 'card'), the same card and conformance checks as ``logs validate``."""
+    from pathlib import Path
+
+    from crosssim.errors import CrossSimError
+    from crosssim.real.logs import check_against, validate
+
+    source = Path(args.source)
+    harness, given = _convert_given(args)
+    path, notes = _convert(args, source, given)
     log, problems = validate(path)
     for note in notes:
         print(f"{path}: note: {note}")
+    if log is not None and not problems and (harness is not None or log.card is not None):
+        try:
+            harness = harness or _harness_for([log], None)
+            problems = check_against(log, harness)
+        except CrossSimError as exc:
+            problems = [f"{path}: cannot check against its policy card: {exc}"]
     for p in problems:
         print(p)
-    if log is not None:
-        print(f"{path}: written ({len(log)} rows, {log.duration:.2f} s; {log.timing.describe()})")
-    return EXIT_ERROR if problems else EXIT_OK
+    if log is None:
+        return EXIT_ERROR
+    print(f"{path}: written ({len(log)} rows, {log.duration:.2f} s; {log.timing.describe()}"
+          + ("; previous action from the log" if log.meta.get("previous_action") is not None else "") + ")")
+    if problems or harness is None:
+        return EXIT_ERROR if problems else EXIT_OK
+    return EXIT_OK if _input_checks(harness, log, path) else EXIT_ERROR
 
 
 def cmd_simulate(args) -> int:
@@ -163,6 +194,34 @@ def _check_writable(path) -> None:
                             "choose another --out-dir") from None
 
 
+def _heldout(harness, logs, base, params, args, kwargs, fit):
+    """k-fold over the logs: the written set chosen on held-out folds (applied to ``fit``); None,
+    with a finding saying why, where nothing can be held out."""
+    from crosssim.real.heldout import apply, cross_validate
+
+    def say(text):
+        if not args.quiet:
+            print(f"  {text}", file=sys.stderr, flush=True)
+
+    policy = None
+    if args.folds >= 2:
+        from crosssim.errors import CrossSimError
+        from crosssim.policies import load_policy
+
+        try:
+            policy = load_policy(harness.card, obs_size=harness.obs_size, action_size=harness.action_size,
+                                 trust=args.trust_policy_code)
+        except CrossSimError as exc:
+            fit.findings.append(f"held-out logs not replayed closed loop: the policy did not load ({exc})")
+    result = cross_validate(harness, logs, base, params, folds=args.folds, fit_kwargs=kwargs, policy=policy,
+                            progress=say)
+    if isinstance(result, str):
+        fit.findings.append(result)
+        return None
+    apply(fit, result)
+    return result
+
+
 def cmd_calibrate(args) -> int:
     from pathlib import Path
 
@@ -187,9 +246,14 @@ def cmd_calibrate(args) -> int:
         if not args.quiet and n and n % 10 == 0:
             print(f"  {n} simulations of the logs", file=sys.stderr, flush=True)
 
-    fit = calibrate(harness, logs, base, params, segment_s=args.segment or None, max_evals=args.max_evals,
-                    method=args.method, progress=progress)
+    kwargs = dict(segment_s=args.segment or None, max_evals=args.max_evals, method=args.method)
+    fit = calibrate(harness, logs, base, params, progress=progress, **kwargs)
+    heldout = _heldout(harness, logs, base, params, args, kwargs, fit)
     print(format_fit(fit))
+    if heldout is not None:
+        from crosssim.real.heldout import format_heldout
+
+        print(format_heldout(heldout))
     try:
         write_profile(fit, path)
     except OSError as exc:  # the fit above is printed; say where it could not go
@@ -218,8 +282,11 @@ class ValidateConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class ConvertConfig:
-    source: str = option(positional=True, help="A per-step JSON list (.json) or a ROS 2 bag / MCAP file (.mcap).")
+    source: str = option(positional=True, help="A per-step JSON list (.json), a ROS 2 bag / MCAP file (.mcap), or "
+                                                "with --layout a JSON, CSV, Parquet or MCAP file in any layout.")
     out: str = option(help="The log to write (.parquet or .csv; the .json sidecar goes beside it).")
+    layout: str | None = option(None, help="Layout mapping (YAML): which field or dotted path of the source is which "
+                                           "log column, units, where the per-step list is (docs/real.md).")
     format: str = option("auto", choices=("auto", "json", "mcap"), help="Source layout (auto: by suffix).")
     policy: str | None = option(None, help="Policy card: the joint order, control period and robot name "
                                            "(and the sidecar's 'card').")
@@ -270,11 +337,17 @@ class CalibrateConfig:
                             help="Reset to the logged state every this many seconds (fixed-base robots, or base "
                                  "position and velocity logged); 0: replay whole logs [s].")
     max_evals: int = option(200, parse=options.whole(1), help="Budget of simulations of the logs per fit.")
+    folds: int = option(5, parse=options.whole(0),
+                        help="Judge the fit on logs it did not see: k-fold over whole logs (at most one fold per log; "
+                             "3 logs or more); the profile writes the parameter set with the lowest mean held-out "
+                             "error. 0: no folds (the sigma rule decides what is written).")
     method: str = option("auto", choices=("auto", "lsq", "global"),
                          help="lsq: bounded least squares (smooth, contact-free motion); global: differential "
                               "evolution (rugged, contact-rich objectives); auto: global for floating-base robots.")
     name: str | None = option(None, help="Profile name suffix (default: the log folder's name).")
     out_dir: str = option("simulators", help="Where the profile is written.")
+    trust_policy_code: bool = option(False, help="Allow code from the policy file to run (closed-loop replay of the "
+                                                 "held-out logs; other formats run in the sandbox).")
     quiet: bool = option(False, help="No progress lines on stderr.")
 
 
@@ -285,7 +358,8 @@ def add_commands(sub) -> None:
     for parent, name, func, config, help in (
             (lsub, "validate", cmd_validate, ValidateConfig, "check logs against the format (and their policy card)"),
             (lsub, "convert", cmd_convert, ConvertConfig,
-             "convert a per-step JSON list or a ROS 2 bag (MCAP) to a crosssim log"),
+             "convert a log in another layout (a layout mapping for JSON / CSV / Parquet / MCAP; a ROS 2 bag) to a "
+             "crosssim log"),
             (lsub, "simulate", cmd_simulate, SimulateConfig,
              "write logs of a policy in one engine profile (a stand-in robot)"),
             (sub, "calibrate", cmd_calibrate, CalibrateConfig,

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.real.logs import COLUMN_GROUPS, JOINTS, OBS_PREFIX, LogError, write_log
+from crosssim.real.sources import messages, numbers, shown
 
 ALIASES = {
     "time": ("time", "t", "timestamp", "stamp"),
@@ -35,6 +36,7 @@ ALIASES = {
     "vel": ("vel", "base_lin_vel", "lin_vel"),
     "command": ("command", "cmd", "commands"),
     "obs": ("obs", "observation", "observations", "policy_input"),
+    "previous_action": ("previous_action", "last_action", "prev_action"),
 }
 """Names a per-step JSON record may use for each group of the log format."""
 
@@ -52,20 +54,8 @@ class Target:
     """Further sidecar fields (card, action_delay, applied, ...)."""
 
 
-def _numbers(value, group: str, where: str) -> np.ndarray:
-    """A step's value as a flat float vector; LogError naming the step and the key for anything
-    else (text, null, a mapping, nested lists): one line, never a traceback."""
-    try:  # null would become NaN
-        out = None if value is None else np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        out = None
-    if out is None or out.ndim > 1:
-        raise LogError(f"{where}: '{group}' must be a number or a list of numbers, got {_shown(value)}")
-    return np.atleast_1d(out)
-
-
 def _quat(q, order: str, where: str = "") -> np.ndarray:
-    q = _numbers(q, "quat", where)
+    q = numbers(q, "quat", where)
     if q.size != 4:
         raise LogError(f"{where}: 'quat' has {q.size} values; expected 4 ({order})")
     return q if order == "wxyz" else np.array([q[3], q[0], q[1], q[2]])
@@ -73,7 +63,7 @@ def _quat(q, order: str, where: str = "") -> np.ndarray:
 
 def _columns(rows: dict[str, list], group: str, values, joints, where: str) -> None:
     spec = {g.name: g for g in COLUMN_GROUPS}.get(group)
-    values = _numbers(values, group, where)
+    values = numbers(values, group, where)
     if group == "obs":
         keys = [str(k) for k in range(values.size)]
         prefix = OBS_PREFIX
@@ -87,16 +77,9 @@ def _columns(rows: dict[str, list], group: str, values, joints, where: str) -> N
         rows.setdefault(prefix + k, []).append(float(v))
 
 
-def _shown(value) -> str:
-    """A value quoted in a message, at most 60 characters (any nesting depth)."""
-    try:
-        return json.dumps(value)[:60]
-    except (RecursionError, TypeError, ValueError):
-        return f"a nested {type(value).__name__}"
-
-
 def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tuple[Path, list[str]]:
-    """Convert a per-step JSON list; return the written log and the keys it ignored."""
+    """Convert a per-step JSON list; return the written log and notes (the keys it ignored; a
+    previous action that is not the step before's action)."""
     source = Path(source)
     try:
         raw = json.loads(source.read_text())
@@ -109,6 +92,7 @@ def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tupl
         raise LogError(f"{source}: expected a list of per-step objects (or {{\"steps\": [...]}})")
     lookup = {alias: group for group, names in ALIASES.items() for alias in names}
     rows: dict[str, list] = {}
+    prev: list[np.ndarray] = []
     ignored: set[str] = set()
     for k, step in enumerate(steps):
         where = f"{source}: step {k}"
@@ -119,10 +103,12 @@ def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tupl
                 ignored.add(key)
                 continue
             seen.add(group)
-            if group == "time":
-                t = _numbers(value, key, where)
+            if group == "previous_action":  # row 0's becomes the sidecar's; the rest are checked
+                prev.append(numbers(value, key, where))
+            elif group == "time":
+                t = numbers(value, key, where)
                 if t.size != 1:
-                    raise LogError(f"{where}: '{key}' must be one number [s], got {_shown(value)}")
+                    raise LogError(f"{where}: '{key}' must be one number [s], got {shown(value)}")
                 rows.setdefault("time", []).append(float(t[0]))
             else:
                 _columns(rows, group, _quat(value, target.quat_order, where) if group == "quat" else value,
@@ -134,13 +120,92 @@ def from_json_steps(source: str | Path, out: str | Path, target: Target) -> tupl
         short = min(rows, key=lambda c: len(rows[c]))
         raise LogError(f"{source}: '{short.split('.')[0]}' is in {len(rows[short])} of {len(steps)} steps; give it "
                        "in every step or in none")
-    return _write(out, rows, target, f"converted from {source.name} (JSON steps)"), sorted(ignored)
+    more, notes = previous_action(source, prev, rows, target.joints)
+    path = _write(out, rows, target, f"converted from {source.name} (JSON steps)", **more)
+    return path, ([f"ignored keys: {', '.join(sorted(ignored))}"] if ignored else []) + notes
 
 
-def _write(out, rows, target: Target, source: str) -> Path:
+def previous_action(source: Path, prev: list[np.ndarray], rows: dict, joints) -> tuple[dict, list[str]]:
+    """The sidecar's ``previous_action`` from the first step's logged previous action, and a note
+    where a later step's does not hold the step before's action (the policy's ``last_action``
+    input then is not the logged action)."""
+    if not prev:
+        return {}, []
+    if len(prev) != len(rows["time"]) or any(p.size != len(joints) for p in prev):
+        raise LogError(f"{source}: the previous action must be in every step, {len(joints)} values each")
+    actions = np.array([rows[f"action.{j}"] for j in joints]).T
+    before = np.array(prev[1:])
+    bad = np.flatnonzero(np.abs(before - actions[:-1]).max(axis=1) > 1e-5 * (1 + np.abs(actions[:-1]).max()))
+    notes = [] if not bad.size else [
+        f"the previous action of {bad.size} steps is not the step before's action (first at step {bad[0] + 1}): "
+        "the action in force is not what the log says the policy returned"]
+    return {"previous_action": [float(x) for x in prev[0]]}, notes
+
+
+def _write(out, rows, target: Target, source: str, **more) -> Path:
     meta = {"robot": target.robot, "joints": list(target.joints), "control_period": target.control_period,
-            "source": source, **dict(target.extra)}
+            "source": source, **dict(target.extra), **more}
     return write_log(out, meta, rows)
+
+
+# -- any layout, through a layout mapping (crosssim/real/layout.py) -------------------------------
+
+def _layout_meta(source: Path, layout, root, given: dict) -> tuple[dict, list[str]]:
+    """The sidecar: what the file says through the mapping, then what the card or the flags give
+    (``given``); the policy's joint order where the file names the same joints in another one."""
+    from crosssim.real.layout import sidecar_values
+
+    meta, notes = sidecar_values(source, layout, root), []
+    for key, value in given.items():
+        if key == "joints" and meta.get("joints") is not None and value:
+            if sorted(map(str, meta["joints"])) == sorted(value) and list(meta["joints"]) != list(value):
+                notes.append("joints put in the policy's order (the file's vectors are matched by name)")
+                meta["file_joints"] = list(meta["joints"])
+                meta["joints"] = list(value)
+            continue
+        if value is not None and value != () and meta.get(key) is None:
+            meta[key] = list(value) if key == "joints" else value
+    for key, flag in (("joints", "--joints"), ("control_period", "--control-period")):
+        if not meta.get(key):
+            raise LogError(f"{source}: the {key.replace('_', ' ')} is not known: map sidecar.{key} in {layout.path}, "
+                           f"or pass --policy CARD or {flag}")
+    meta.setdefault("robot", source.stem)
+    return meta, notes
+
+
+def from_layout(source: str | Path, out: str | Path, layout, given: dict) -> tuple[Path, list[str]]:
+    """Convert a JSON, CSV, Parquet or MCAP file through a layout mapping (``load_layout``); ``given``:
+    sidecar fields from the card or the flags (robot, joints, control_period, card, ...). Return
+    the written log and notes."""
+    from crosssim.real.layout import read_source, step_values
+
+    source = Path(source)
+    root, steps, clock, notes = read_source(source, layout)
+    meta, more_notes = _layout_meta(source, layout, root, given)
+    notes = notes + more_notes
+    order = meta.pop("file_joints", None) or meta["joints"]  # the file's vectors are in this order
+    joints = [str(j) for j in order]
+    rows: dict[str, list] = {}
+    if layout.time is None:  # the receive times of an MCAP bag, else one row per period
+        rows["time"] = clock or [k * float(meta["control_period"]) for k in range(len(steps))]
+    else:
+        for k, t in enumerate(step_values(source, layout, steps, "time", joints)):
+            if t.size != 1:
+                raise LogError(f"{source}: step {k}: the time must be one number, got {t.size} values")
+            rows.setdefault("time", []).append(float(t[0]))
+    prev = []
+    for group in layout.columns:
+        values = step_values(source, layout, steps, group, joints)
+        if group == "previous_action":
+            prev = values
+            continue
+        for k, v in enumerate(values):
+            _columns(rows, group, v, joints, f"{source}: step {k}")
+    more, prev_notes = previous_action(source, prev, rows, joints)
+    if more and order != meta["joints"]:  # the sidecar's vector is in the policy's order
+        more["previous_action"] = [more["previous_action"][joints.index(j)] for j in meta["joints"]]
+    meta = {"source": f"converted from {source.name} with {layout.path.name}", **meta, **more}
+    return write_log(out, meta, rows), notes + prev_notes
 
 
 # -- MCAP (ROS 2 bags) ----------------------------------------------------------------------------
@@ -173,37 +238,6 @@ def _stamp(msg, log_time_ns: int) -> float:
     return log_time_ns * 1e-9
 
 
-class _JsonDecoders:
-    """Decoders for JSON-encoded MCAP messages (foxglove's JSON channels)."""
-
-    def decoder_for(self, message_encoding, schema):
-        return (lambda data: json.loads(data)) if message_encoding == "json" else None
-
-
-def _messages(path: Path, topics: list[str]):
-    try:
-        from mcap.reader import make_reader
-    except ImportError:
-        raise LogError("reading MCAP files needs the mcap library: pip install 'crosssim[ros]'") from None
-    factories = [_JsonDecoders()]
-    try:
-        from mcap_ros2.decoder import DecoderFactory
-
-        factories.insert(0, DecoderFactory())
-    except ImportError:  # CDR (ROS 2) messages then fail below with the install hint
-        pass
-    try:
-        with open(path, "rb") as f:
-            reader = make_reader(f, decoder_factories=factories)
-            for schema, channel, message, decoded in reader.iter_decoded_messages(topics=topics):
-                yield channel.topic, message.log_time, decoded
-    except LogError:
-        raise
-    except Exception as exc:  # the mcap library's own error types: a damaged file or an unknown encoding
-        hint = " (ROS 2 CDR messages need: pip install 'crosssim[ros]')" if "decoder" in str(exc).lower() else ""
-        raise LogError(f"{path}: cannot be read as MCAP ({type(exc).__name__}: {str(exc)[:160]}){hint}") from None
-
-
 def from_mcap(source: str | Path, out: str | Path, target: Target, topics: Topics = Topics()) -> tuple[Path, list[str]]:
     """Convert a ROS 2 bag in MCAP; return the written log and notes (topics missing, rows dropped)."""
     source = Path(source)
@@ -212,7 +246,7 @@ def from_mcap(source: str | Path, out: str | Path, target: Target, topics: Topic
     rows: dict[str, list] = {}
     seen: set[str] = set()
     dropped = 0
-    for topic, log_time, msg in _messages(source, wanted):
+    for topic, log_time, msg in messages(source, wanted):
         seen.add(topic)
         if topic != topics.action:
             latest[topic] = (_stamp(msg, log_time), msg)

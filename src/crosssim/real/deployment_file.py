@@ -63,7 +63,7 @@ def deployment_from_fit(fit, control_period: float, profile: str | None = None) 
     odd = implausible(fit)
     gap, sigma, measured, canonical = {}, {}, {}, {}
     for p in fit.params:
-        if p.name in fit.unidentified or p.name in odd:
+        if p.name in fit.unwritten or p.name in odd:
             continue
         x, sd = float(fit.fitted[p.name]), _spread(fit, p.name)
         found = _gaps(p, x, sd, control_period, fit)
@@ -80,7 +80,7 @@ def deployment_from_fit(fit, control_period: float, profile: str | None = None) 
         out["uncertainty"] = sigma
     out["calibration"] = {"logs": list(fit.logs), "from_profile": fit.base.name, "twin": profile, "method": fit.method,
                           "error_rad": {"before": round(fit.error_before, 6), "after": round(fit.error_after, 6)},
-                          "not_identified": sorted(fit.unidentified),
+                          "not_identified": sorted(fit.unidentified), "not_written": sorted(fit.unwritten),
                           "implausible": {k: {"fitted": round(float(fit.fitted[k]), 6), "why": v} for k, v in odd.items()},
                           "from_canonical": canonical, "measured": measured}
     return out
