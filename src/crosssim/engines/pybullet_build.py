@@ -393,7 +393,7 @@ def implicit_damping(m, c: CanonicalModel, robot: int, joints: Joints, bullet_st
     damping does."""
     d = m.dof_damping[c.joint_dofadr].copy()
     dt = float(m.opt.timestep) / bullet_steps
-    if joints.balls or not len(d) or not (d > 0).any():
+    if c.free_base or joints.balls or not len(d) or not (d > 0).any():  # the mass matrix here is the joints' alone
         return d
     pb = dict(physicsClientId=client)
     movable = [j for j in range(pybullet.getNumJoints(robot, **pb))
