@@ -476,8 +476,8 @@ class EnginePyBullet(EngineBase):
             "body_inertia": ("includes rotor inertia (armature) folded in about each hinge axis"
                              if model.armature == "inertia" else ""),
             "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly); "
-                             "where dt d / (M_jj + armature) > 0.5 (Fetch's base slides, 1e11) the implicit step's "
-                             "d / (1 + dt d / (M_jj + armature)) at the model's first pose",
+                             "where dt d / (M_jj + armature) > 0.5 (Fetch's base slides, 1e11) d / (1 + 2 dt d / "
+                             "(M_jj + armature)) at the model's first pose (halves qd per step)",
             "joint_stiffness": "applied by the adapter as explicit torque -k*(q - springref)",
             "joint_armature": armature_note,
             "joint_frictionloss": "emulated as a zero-velocity motor capped at the friction torque",

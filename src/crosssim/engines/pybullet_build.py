@@ -388,9 +388,10 @@ def _shape_array(m, geoms: list[int], mesh_dir: Path, client: int, offset=np.zer
 def implicit_damping(m, c: CanonicalModel, robot: int, joints: Joints, bullet_steps: int, client: int) -> np.ndarray:
     """Joint damping [N m s/rad] the adapter applies as explicit torque -d qd: MuJoCo's own, except
     where the explicit step would be unstable (dt d / (M_jj + armature) > 0.5 at the model's first
-    pose: Fetch's base slides hold it in place with 1e11): there the implicit step's
-    d / (1 + dt d / (M_jj + armature)), which stops the joint within one step as MuJoCo's implicit
-    damping does."""
+    pose: Fetch's base slides hold it in place with 1e11): there d / (1 + 2 dt d / (M_jj + armature)),
+    at most (M_jj + armature) / 2 dt, which halves the joint's velocity every step (the implicit
+    step's d / (1 + dt d / I) stops it in one, and coupled joints then overshoot: Fetch's base flew off
+    in Push)."""
     d = m.dof_damping[c.joint_dofadr].copy()
     dt = float(m.opt.timestep) / bullet_steps
     if c.free_base or joints.balls or not len(d) or not (d > 0).any():  # the mass matrix here is the joints' alone
@@ -403,5 +404,5 @@ def implicit_damping(m, c: CanonicalModel, robot: int, joints: Joints, bullet_st
     inertia = np.array([M[movable.index(int(link)), movable.index(int(link))] for link in joints.links])
     inertia = inertia + m.dof_armature[c.joint_dofadr]
     stiff = dt * d / inertia > 0.5
-    d[stiff] = d[stiff] / (1.0 + dt * d[stiff] / inertia[stiff])
+    d[stiff] = d[stiff] / (1.0 + 2.0 * dt * d[stiff] / inertia[stiff])  # at most I / 2 dt: halves qd per step
     return d
