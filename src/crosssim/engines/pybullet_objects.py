@@ -139,7 +139,8 @@ def read_objects(objects, qpos: np.ndarray, qvel: np.ndarray, client: int) -> No
 
 
 def damp_objects(objects, client: int) -> None:
-    """The free joints' damping for the next Bullet step: -d v at the origin, -d w (external forces
+    """The free joints' damping for the next Bullet step: -d v at the centre of mass (MuJoCo: at the
+    origin; the same for a body whose mass centre is its origin, as the block's), -d w (external forces
     last one step)."""
     pb = dict(physicsClientId=client)
     for o in objects:
