@@ -96,9 +96,9 @@ def test_an_acting_tendon_and_a_floating_tree_beside_another_are_one_line(tmp_pa
     assert _load(tmp_path, inert, "inert") is not None  # Humanoid's kind: exerts nothing, built
     floating = """<mujoco><worldbody><body name="a"><freejoint/><geom size="0.1"/></body>
       <body name="b" pos="1 0 0"><joint name="s" type="slide"/><geom size="0.1"/></body></worldbody></mujoco>"""
-    with pytest.raises(EngineFailure, match=r"^physx: floating.xml has 2 bodies under the world and a free joint; the "
-                                            r"physx engine hangs several trees from one fixed world link, so none may "
-                                            r"float$"):
+    with pytest.raises(EngineFailure, match=r"^physx cannot build free body 'a' in floating.xml \(2 bodies under the "
+                                            r"world\): the physx engine hangs every tree from one fixed world link, so "
+                                            r"none may float \(free objects are built in pybullet\)$"):
         _load(tmp_path, floating, "floating")
     pytest.importorskip("pybullet")
     path = tmp_path / "floating.xml"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crosssim.actuation_ee import EndEffectorLaw
 from crosssim.errors import CrossSimError
 from crosssim.scene import CanonicalModel
 
@@ -45,7 +46,9 @@ class Actuation:
 
     ``motor``: torque = gear x clip(action, ctrlrange) on each actuator's joint (gymnasium's
     motors); constant over the control period. ``pd``: target = scale x action + default
-    pose, torque = kp (target - q) - kd qd, recomputed every physics step.
+    pose, torque = kp (target - q) - kd qd, recomputed every physics step. ``mocap``: a benchmark's
+    mocap law, run by the engine. ``ee_pd``: an end-effector command, turned into joint targets by
+    crosssim's inverse kinematics and PD torques (crosssim.actuation_ee.EndEffectorLaw).
     """
 
     mode: str
@@ -71,8 +74,10 @@ class Actuation:
     target_low: np.ndarray | None = None
     """Lower clip of PD targets [rad] (position actuators' ctrl range), or None."""
     target_high: np.ndarray | None = None
-    law: "MocapLaw | None" = None
-    """``mocap``: the benchmark's end-effector law the engine runs (``Engine.step_mocap``)."""
+    law: "MocapLaw | EndEffectorLaw | None" = None
+    """``mocap``: the benchmark's end-effector law the engine runs (``Engine.step_mocap``);
+    ``ee_pd``: crosssim's end-effector law (crosssim.actuation_ee), whose joint targets the control
+    step computes from the command at the start of each period (``EndEffectorLaw.joint_targets``)."""
 
     @property
     def action_size(self) -> int:
@@ -92,8 +97,8 @@ class Actuation:
 
     def target(self, action: np.ndarray) -> np.ndarray:
         """What the action means for this law: clipped ctrl (motor), joint targets (pd) or the
-        mocap law's command clipped to [-1, 1] (mocap)."""
-        if self.mode == "mocap":
+        command clipped to [-1, 1] (mocap, ee_pd: the joint targets come from the state, ``law.joint_targets``)."""
+        if self.mode in ("mocap", "ee_pd"):
             return np.clip(action, -1.0, 1.0)
         if self.mode == "motor":
             return np.minimum(np.maximum(action, self.ctrl_low), self.ctrl_high)
@@ -108,6 +113,8 @@ class Actuation:
             raise CrossSimError("the mocap law has no joint torques: the engine runs it (Engine.step_mocap)")
         if self.mode == "motor":
             tau = self.gear * target
+        elif self.mode == "ee_pd":
+            tau = self.law.torques(target, qpos, qvel)
         else:
             tau = self.kp * (target - qpos[self.qpos_index]) - self.kd * qvel[self.dof_index]
         if self.torque_limit is not None:

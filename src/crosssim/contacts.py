@@ -28,11 +28,11 @@ def world_contacts(m) -> list[tuple[int, int, int, float]]:
         for w in world:
             touch = (m.geom_contype[g] & m.geom_conaffinity[w]) or (m.geom_contype[w] & m.geom_conaffinity[g])
             if touch and (g, w) not in paired:
-                out.append((g, w, *_combined(m, g, w)))
+                out.append((g, w, *combined(m, g, w)))
     return out
 
 
-def _combined(m, a: int, b: int) -> tuple[int, float]:
+def combined(m, a: int, b: int) -> tuple[int, float]:
     """(condim, sliding friction) of a contact of geoms ``a`` and ``b`` (MuJoCo's mj_contactParam)."""
     pa, pb = int(m.geom_priority[a]), int(m.geom_priority[b])
     if pa != pb:

@@ -211,7 +211,14 @@ def canonical_from_mj(m, path: Path) -> CanonicalModel:
             raise CrossSimError(f"{path}: joint {name(mujoco.mjtObj.mjOBJ_JOINT, j)} is a ball joint below the root "
                                 "body; crosssim supports ball joints only in the base (the first body's joints)")
     joints = [j for j in range(m.njnt) if int(m.jnt_type[j]) not in (free, ball)]
-    free_base = any(int(m.jnt_type[j]) == free for j in range(m.njnt))
+    # A free joint is the base's on the first body; elsewhere it floats an object under the world
+    # (Fetch's block: crosssim.engines.features.free_objects), never a body inside a tree.
+    for j in range(m.njnt):
+        b = int(m.jnt_bodyid[j])
+        if int(m.jnt_type[j]) == free and b != 1 and int(m.body_parentid[b]) != 0:
+            raise CrossSimError(f"{path}: joint {name(mujoco.mjtObj.mjOBJ_JOINT, j)} is a free joint of a body inside "
+                                "a tree; crosssim supports free joints on bodies under the world only")
+    free_base = any(int(m.jnt_type[j]) == free and int(m.jnt_bodyid[j]) == 1 for j in range(m.njnt))
     bodies = range(1, m.nbody)
     jidx = {j: k for k, j in enumerate(joints)}
     act_joint = []

@@ -91,6 +91,12 @@ def inventory(m) -> list[Use]:
             kind = mujoco.mjtEq(int(m.eq_type[e])).name.removeprefix("mjEQ_").lower()
             out.append(Use("equality", name(OBJ.mjOBJ_EQUALITY, e), f"type {kind}"))
     out += _contact_uses(m)
+    seen = set()
+    for g, h, condim, _ in object_contacts(m):
+        if condim != 3 and h not in seen:
+            seen.add(h)
+            out.append(Use("frictionless" if condim == 1 else "condim", element_name(m, OBJ.mjOBJ_GEOM, h),
+                           f"condim {condim} against object {element_name(m, OBJ.mjOBJ_GEOM, g)}", world=False))
     return out
 
 
@@ -104,6 +110,36 @@ def refuse_unbuilt(m, scene: Path, engine: str, cannot: dict[str, str] | Callabl
             detail = f" ({use.detail})" if use.detail else ""
             raise EngineFailure(f"{engine} cannot build {LABELS[use.feature]} '{use.element}'{detail} in "
                                 f"{Path(scene).name}: {why}")
+
+
+def free_objects(m) -> list[int]:
+    """Bodies under the world on a free joint besides the first (a free base): objects the robot
+    handles (Fetch's block), which PyBullet and PhysX build as bodies of their own."""
+    free = int(mujoco.mjtJoint.mjJNT_FREE)
+    return [b for b in range(2, m.nbody) if m.body_parentid[b] == 0 and m.body_jntnum[b] == 1
+            and int(m.jnt_type[m.body_jntadr[b]]) == free]
+
+
+def object_contacts(m) -> list[tuple[int, int, int, float]]:
+    """(object geom, other geom, condim, sliding friction) of every contact MuJoCo may make between a
+    free object's geom and a geom of another body (robot, static bodies or the world), by their bits
+    and excludes, combined as MuJoCo combines them (a <pair> naming an object geom is refused by the adapters that build objects)."""
+    from crosssim.contacts import combined
+
+    objects = set(free_objects(m))
+    excluded = {tuple(sorted((int(s) >> 16, int(s) & 0xFFFF))) for s in m.exclude_signature[:m.nexclude]}
+    out = []
+    for g in range(m.ngeom):
+        b = int(m.geom_bodyid[g])
+        if b not in objects:
+            continue
+        for h in range(m.ngeom):
+            other = int(m.geom_bodyid[h])
+            if other == b or (other in objects and other < b) or tuple(sorted((b, other))) in excluded:
+                continue
+            if (m.geom_contype[g] & m.geom_conaffinity[h]) or (m.geom_contype[h] & m.geom_conaffinity[g]):
+                out.append((g, h, *combined(m, g, h)))
+    return out
 
 
 def contact_geoms(m) -> set[int]:

@@ -42,7 +42,7 @@ from crosssim.engines.features import Use, refuse_unbuilt
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.physx_base import SlideBallBase, from_root, slide_ball_base, to_root
 from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, physx_joints, refuse_unsupported, to_pose
-from crosssim.engines.settings import EngineProfile, PhysXSettings
+from crosssim.engines.settings import EngineProfile, PhysXSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
 from crosssim.scene import CanonicalModel
@@ -98,7 +98,9 @@ class EnginePhysX(EngineBase):
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PhysXModel:
         m = compiled.mj  # the variant is in the model PhysX is built from
-        refuse_unbuilt(m, compiled.scene, self.name, cannot_build)
+        drop = settings_of(profile, PhysXSettings).torsional == "drop"
+        refuse_unbuilt(m, compiled.scene, self.name,
+                       lambda use: None if use.feature == "condim" and drop else cannot_build(use))
         refuse_unsupported(m, compiled.scene)
         c = compiled_canonical(compiled)
         base = slide_ball_base(m, c, compiled.scene.name)  # or one line why this ball joint is not built

@@ -66,8 +66,9 @@ def refuse_unsupported(m, scene: Path) -> None:
     free = [b for b in roots if any(int(m.jnt_type[j]) in (int(JNT.mjJNT_FREE), int(JNT.mjJNT_BALL))
                                     for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))]
     if len(roots) > 1 and free:
-        raise EngineFailure(f"physx: {scene.name} has {len(roots)} bodies under the world and a free joint; the physx "
-                            "engine hangs several trees from one fixed world link, so none may float")
+        raise EngineFailure(f"physx cannot build free body '{element_name(m, mujoco.mjtObj.mjOBJ_BODY, free[-1])}' in "
+                            f"{scene.name} ({len(roots)} bodies under the world): the physx engine hangs every tree "
+                            "from one fixed world link, so none may float (free objects are built in pybullet)")
     # Ball joints: crosssim.engines.physx_base builds a base of slides and a ball, refuses the rest.
 
 

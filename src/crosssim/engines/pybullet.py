@@ -35,8 +35,9 @@ from crosssim.engines.contract import EngineBase
 from crosssim.engines.features import Use, refuse_unbuilt
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.pybullet_ball import check_balls, put_balls, read_balls
-from crosssim.engines.pybullet_build import (add_world_bodies, body_inertia, configure_server, create_robot, link_tree,
-                                             set_joints, set_link_dynamics, xyzw)
+from crosssim.engines.pybullet_build import (_shape_array, add_world_bodies, body_inertia, configure_server, create_robot,
+                                             implicit_damping, link_tree, set_joints, set_link_dynamics, xyzw)
+from crosssim.engines.pybullet_objects import build_objects, damp_objects, put_objects, read_objects
 from crosssim.engines.pybullet_worlds import PyBulletWorlds
 from crosssim.engines.settings import EngineProfile, PyBulletSettings, settings_of
 from crosssim.errors import EngineFailure
@@ -92,6 +93,8 @@ class PyBulletModel:
     joint whose motor is switched off (crosssim.engines.pybullet_ball)."""
     source: tuple | None = None
     """(compiled model, profile) it was loaded from: ``worlds_model`` builds a batch's servers alike."""
+    objects: list = field(default_factory=list)
+    """Free objects, each its own multibody (crosssim.engines.pybullet_objects)."""
 
 
 @dataclass(eq=False)
@@ -126,7 +129,9 @@ class EnginePyBullet(EngineBase):
     settings_model = PyBulletSettings
 
     def load(self, compiled: CompiledModel, profile: EngineProfile) -> PyBulletModel:
-        refuse_unbuilt(compiled.mj, compiled.scene, self.name, cannot_build)
+        s = settings_of(profile, PyBulletSettings)
+        refuse_unbuilt(compiled.mj, compiled.scene, self.name,
+                       lambda use: None if use.feature == "condim" and s.torsional == "drop" else cannot_build(use))
         c = compiled_canonical(compiled)
         m = compiled.mj  # the variant (perturbation, calibration) is in the model PyBullet is built from
         client = pybullet.connect(pybullet.DIRECT)
@@ -160,13 +165,17 @@ class EnginePyBullet(EngineBase):
         robot = create_robot(tree, client)
         set_link_dynamics(m, robot, tree.body_link, inertia, worlds, floor_friction, client)
         joints = set_joints(c, m, robot, tree.joint_link, client)
+        link_mu = {b: pybullet.getDynamicsInfo(robot, int(tree.body_link[b]), physicsClientId=client)[1]
+                   for b in range(1, m.nbody) if tree.body_link[b] != -2}
+        objects = build_objects(m, client, robot, tree.body_link, worlds, inertia,
+                                lambda geoms: _shape_array(m, geoms, mesh_dir, client), link_mu, c.path)
         model = PyBulletModel(
             canonical=c, client=client, robot=robot, profile=profile, joint_link=joints.links,
             joint_offset=joints.offset,
             body_link=tree.body_link[1:].copy(),
             base_ipos=m.body_ipos[1].copy(), base_iquat=np.asarray(inertia[1][1], dtype=float).copy(),
             root_offset=np.asarray(tree.body_anchor[1][1], dtype=float).copy(),
-            damping=m.dof_damping[c.joint_dofadr].copy(),
+            damping=implicit_damping(m, c, robot, joints, bullet_steps, client),
             joint_armature=m.dof_armature[c.joint_dofadr].copy(),
             link_mass=np.array([m.body_mass[b] for b in range(1, m.nbody)]),
             armature=armature,
@@ -174,6 +183,7 @@ class EnginePyBullet(EngineBase):
             floor=floor,
             limits=joints.limits,
             balls=joints.balls,
+            objects=objects,
         )
         model.snapshot = pybullet.saveState(physicsClientId=client)
         model.dt = float(pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"])
@@ -238,6 +248,7 @@ class EnginePyBullet(EngineBase):
             pybullet.resetJointState(model.robot, int(link), float(qpos[c.joint_qposadr[k]] - model.joint_offset[k]),
                                      float(qvel[c.joint_dofadr[k]]), **pb)
         put_balls(model, qpos, qvel)
+        put_objects(model.objects, qpos, qvel, model.client)
         model.loaded = weakref.ref(state)
         return state
 
@@ -308,6 +319,7 @@ class EnginePyBullet(EngineBase):
             if emulate:
                 tau, M, h = self._armature_compensation(model, state, q, qd, tau)
             pybullet.setJointMotorControlArray(model.robot, links, pybullet.TORQUE_CONTROL, forces=list(tau), **pb)
+            damp_objects(model.objects, model.client)
             pybullet.stepSimulation(**pb)
             state.time += model.dt
             qd_before = qd
@@ -351,6 +363,7 @@ class EnginePyBullet(EngineBase):
         qpos, qvel = np.zeros(c.nq), np.zeros(c.nv)
         qpos[c.joint_qposadr], qvel[c.joint_dofadr] = q, qd
         read_balls(model, qpos, qvel)
+        read_objects(model.objects, qpos, qvel, model.client)
         if c.free_base:
             base = self._base(model)
             qpos[:3], qpos[3:7], qvel[:3] = base[0], base[1], base[2]
@@ -410,6 +423,8 @@ class EnginePyBullet(EngineBase):
         pb = dict(physicsClientId=model.client)
         total, acc = 0.0, np.zeros(3)
         for k, link in enumerate(model.body_link):
+            if link == -2:  # a free object, not the robot
+                continue
             if link == -1:
                 p = pybullet.getBasePositionAndOrientation(model.robot, **pb)[0]
             else:
@@ -421,7 +436,9 @@ class EnginePyBullet(EngineBase):
     def audit(self, model: PyBulletModel) -> list[AuditRow]:
         model = model.base if isinstance(model, PyBulletWorlds) else model
         c, pb = model.canonical, dict(physicsClientId=model.client)
-        dyn = [pybullet.getDynamicsInfo(model.robot, int(link), **pb) for link in model.body_link]
+        objects = {c.body_names[o.body - 1]: o.multibody for o in model.objects}
+        dyn = [pybullet.getDynamicsInfo(objects.get(c.body_names[k], model.robot), -1 if link == -2 else int(link), **pb)
+               for k, link in enumerate(model.body_link)]
         floor_mu = 1.0
         if model.floor is not None:
             floor_mu = pybullet.getDynamicsInfo(model.floor, -1, **pb)[1]
@@ -458,7 +475,9 @@ class EnginePyBullet(EngineBase):
                          if model.bullet_steps > 1 else ""),
             "body_inertia": ("includes rotor inertia (armature) folded in about each hinge axis"
                              if model.armature == "inertia" else ""),
-            "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly)",
+            "joint_damping": "applied by the adapter as explicit torque -d*qd (MuJoCo integrates it implicitly); "
+                             "where dt d / (M_jj + armature) > 0.5 (Fetch's base slides, 1e11) d / (1 + 2 dt d / "
+                             "(M_jj + armature)) at the model's first pose (halves qd per step)",
             "joint_stiffness": "applied by the adapter as explicit torque -k*(q - springref)",
             "joint_armature": armature_note,
             "joint_frictionloss": "emulated as a zero-velocity motor capped at the friction torque",

@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 import pybullet
 
-from crosssim.engines.features import body_friction
+from crosssim.engines.features import body_friction, free_objects
 from crosssim.engines.pybullet_ball import free_spherical_motor
 from crosssim.engines.settings import PyBulletSettings
 from crosssim.errors import EngineFailure
@@ -110,7 +110,10 @@ def link_tree(c: CanonicalModel, m, inertia: dict, mesh_dir: Path, client: int) 
                     ipos=m.body_ipos[1], iquat=inertia[1][1])
         body_link[1] = -1
         body_anchor[1] = (-1, np.zeros(3))
+    objects = set(free_objects(m))  # their own multibodies (crosssim.engines.pybullet_objects)
     for b in range(2 if c.free_base else 1, m.nbody):
+        if b in objects:
+            continue
         parent_link, parent_off = body_anchor[int(m.body_parentid[b])]
         # The body frame expressed in the parent link's frame (body frames are only translated
         # relative to their link, so rotations compose directly).
@@ -159,11 +162,12 @@ def set_link_dynamics(m, robot: int, body_link: np.ndarray, inertia: dict, world
     """Canonical inertias, MuJoCo's collision filter and friction, and no Bullet damping."""
     pb = dict(physicsClientId=client)
     # createMultiBody derives inertias from the shapes; set the canonical ones.
-    for b in range(1, m.nbody):
+    robot_bodies = [b for b in range(1, m.nbody) if body_link[b] != -2]  # not the free objects
+    for b in robot_bodies:
         pybullet.changeDynamics(robot, int(body_link[b]), localInertiaDiagonal=list(inertia[b][0]), **pb)
     _filter_world_pairs(m, worlds, robot, body_link, client)
     mus = body_friction(m)
-    for b in range(1, m.nbody):
+    for b in robot_bodies:
         friction = _link_friction(m, b, mus, floor_friction)
         if friction is not None:
             pybullet.changeDynamics(robot, int(body_link[b]), lateralFriction=friction, **pb)
@@ -305,6 +309,8 @@ def _filter_world_pairs(m, worlds: list[tuple[int, list[int]]], robot: int, body
     excluded = {int(s) & 0xFFFF for s in m.exclude_signature[:m.nexclude] if int(s) >> 16 == 0}
     for world, geoms in worlds:
         for b in range(1, m.nbody):
+            if body_link[b] == -2:  # a free object: crosssim.engines.pybullet_objects filters its pairs
+                continue
             own = _body_geoms(m, b)
             if own and (b in excluded or not any(_mj_pair(m, gw, g) or (gw, g) in pairs for gw in geoms for g in own)):
                 pybullet.setCollisionFilterPair(world, robot, -1, int(body_link[b]), 0, physicsClientId=client)
@@ -377,3 +383,26 @@ def _shape_array(m, geoms: list[int], mesh_dir: Path, client: int, offset=np.zer
         kw["collisionFramePositions"].append(list(map(float, m.geom_pos[g] + offset)))
         kw["collisionFrameOrientations"].append(xyzw(m.geom_quat[g]))
     return pybullet.createCollisionShapeArray(**kw, physicsClientId=client)
+
+
+def implicit_damping(m, c: CanonicalModel, robot: int, joints: Joints, bullet_steps: int, client: int) -> np.ndarray:
+    """Joint damping [N m s/rad] the adapter applies as explicit torque -d qd: MuJoCo's own, except
+    where the explicit step would be unstable (dt d / (M_jj + armature) > 0.5 at the model's first
+    pose: Fetch's base slides hold it in place with 1e11): there d / (1 + 2 dt d / (M_jj + armature)),
+    at most (M_jj + armature) / 2 dt, which halves the joint's velocity every step (the implicit
+    step's d / (1 + dt d / I) stops it in one, and coupled joints then overshoot: Fetch's base flew off
+    in Push)."""
+    d = m.dof_damping[c.joint_dofadr].copy()
+    dt = float(m.opt.timestep) / bullet_steps
+    if c.free_base or joints.balls or not len(d) or not (d > 0).any():  # the mass matrix here is the joints' alone
+        return d
+    pb = dict(physicsClientId=client)
+    movable = [j for j in range(pybullet.getNumJoints(robot, **pb))
+               if pybullet.getJointInfo(robot, j, **pb)[2] != pybullet.JOINT_FIXED]
+    q = [pybullet.getJointState(robot, j, **pb)[0] for j in movable]
+    M = np.array(pybullet.calculateMassMatrix(robot, q, **pb))
+    inertia = np.array([M[movable.index(int(link)), movable.index(int(link))] for link in joints.links])
+    inertia = inertia + m.dof_armature[c.joint_dofadr]
+    stiff = dt * d / inertia > 0.5
+    d[stiff] = d[stiff] / (1.0 + 2.0 * dt * d[stiff] / inertia[stiff])  # at most I / 2 dt: halves qd per step
+    return d

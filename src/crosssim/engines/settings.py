@@ -55,6 +55,9 @@ class PyBulletSettings(EngineSettings):
     armature: Literal["auto", "emulate", "inertia", "ignore"] = "auto"
     """How joint armature is represented: emulate (mass-matrix compensation), inertia (added to the
     body's inertia), ignore; auto: inertia for a free or ball-jointed base, else emulate."""
+    torsional: Literal["refuse", "drop"] = "refuse"
+    """A geom with torsional or rolling friction (condim 4 or 6; Fetch's fingers): refuse the column
+    (default), or drop: build its sliding friction only (profile pybullet-sliding; docs/manipulation.md)."""
 
 
 class PhysXSettings(EngineSettings):
@@ -68,6 +71,9 @@ class PhysXSettings(EngineSettings):
     """Distance [m] at which PhysX starts generating contacts."""
     rest_offset: Number = 0.0
     """Distance [m] at which two shapes come to rest."""
+    torsional: Literal["refuse", "drop"] = "refuse"
+    """A geom with torsional or rolling friction (condim 4 or 6; Fetch's fingers): refuse the column
+    (default), or drop: build its sliding friction only (profile physx-sliding; docs/manipulation.md)."""
 
     @field_validator("solver", mode="before")
     @classmethod

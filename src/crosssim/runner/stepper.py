@@ -107,8 +107,8 @@ class ControlStepper:
         self._term_noise = self._noise_terms()
         if harness.actuation.mode == "mocap" and not self.engine.capabilities.mocap:
             raise CrossSimError(f"{sim.name}: task {harness.task.name}'s control law drives a mocap body welded to the "
-                                f"arm, which engine {self.engine.name} cannot build; run it in mujoco (a joint-space law for "
-                                "every engine is not built yet: docs/manipulation.md)")
+                                f"arm, which engine {self.engine.name} cannot build; run it in mujoco, or set the card's "
+                                "task_options.control: joint_pd (crosssim's law for every engine, docs/manipulation.md)")
         if getattr(harness.task, "pushes", None) is not None and not self.engine.capabilities.push:
             raise CrossSimError(f"{sim.name}: engine {self.engine.name} cannot apply pushes (card task_options.pushes); "
                                 "run it in mujoco or pybullet, or remove the pushes")
@@ -275,6 +275,8 @@ class ControlStepper:
         # an actuator model (net history, torque-speed envelope) acts at every physics step
         law = act if self._actuator is None else self._actuator
         for target, n in parts:
+            if act.mode == "ee_pd":  # the command's joint targets, from the state this part starts at
+                target = act.law.joint_targets(target, engine.joint_state(model, self.state)[0])
             if act.mode == "mocap":  # the benchmark's own law, inside the engine
                 engine.step_mocap(model, self.state, act.law, target, n)
                 yield

@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from crosssim.actuation import Actuation, MocapLaw
+from crosssim.actuation_ee import EndEffectorLaw
 from crosssim.errors import CardError
 from crosssim.frame import InitialState
 from crosssim.tasks.base import StepResult
@@ -24,6 +25,10 @@ SUBSTEPS = 20
 BASE_QPOS = {"robot0:slide0": 0.405, "robot0:slide1": 0.48, "robot0:slide2": 0.0}
 OBJECT_QPOS = (1.25, 0.53, 0.4, 1.0, 0.0, 0.0, 0.0)
 GRIPPER = ("robot0:l_gripper_finger_joint", "robot0:r_gripper_finger_joint")
+ARM = tuple(f"robot0:{j}_joint" for j in ("shoulder_pan", "shoulder_lift", "upperarm_roll", "elbow_flex", "forearm_roll",
+                                          "wrist_flex", "wrist_roll"))
+"""The arm joints crosssim's joint-space law moves (the base slides, torso lift and head stay passive, as under the mocap)."""
+CONTROLS = ("mocap", "joint_pd")
 LIFT = 0.01
 """Object height above its resting height [m] that counts as lifted (episode outcomes)."""
 HOLD = 0.03
@@ -89,11 +94,18 @@ class FetchPickAndPlace(GymTask):
 
     def __init__(self, *, version: str | int | None = None, control: str = "mocap"):
         super().__init__(version=version)
-        if control not in ("mocap",):
+        if control not in CONTROLS:
             raise CardError(f"task_options.control {control!r}: task {self.name} has control 'mocap' (the "
-                            "benchmark's law; crosssim's joint-space law for other engines is not built yet, "
-                            "docs/manipulation.md)")
+                            "benchmark's mocap weld, MuJoCo only) or 'joint_pd' (crosssim's inverse kinematics and "
+                            "joint PD, every engine; docs/manipulation.md)")
         self.control = control
+        self.benchmark_scene = self.scene
+        """The benchmark's own file: every episode starts from its settled state, whatever the law."""
+        if control == "joint_pd":
+            from crosssim.scene import resolve_scene
+            from crosssim.tasks.fetch_scene import without_weld
+
+            self.scene = str(without_weld(resolve_scene(self.scene)))
 
     @property
     def success_criterion(self) -> str:
@@ -101,6 +113,12 @@ class FetchPickAndPlace(GymTask):
                 "at its last step (gymnasium-robotics' is_success)")
 
     def actuation(self, c):
+        if self.control == "joint_pd":
+            law = EndEffectorLaw(self.scene, "robot0:gripper_link", ARM, GRIPPER, blocked=self.block_gripper)
+            idx = np.array([c.joint_names.index(j) for j in (*ARM, *GRIPPER)])
+            bound = np.ones(law.action_size)
+            return Actuation("ee_pd", idx, c.joint_dofadr[idx], c.joint_qposadr[idx], c.joint_count, np.ones(len(idx)),
+                             -bound, bound, law=law)
         law = MocapLaw(mocap="robot0:mocap", body="robot0:gripper_link", gripper=GRIPPER, blocked=self.block_gripper)
         idx = np.array([c.joint_names.index(j) for j in GRIPPER])
         bound = np.ones(law.action_size)  # the command's bounds, one per action component
@@ -118,7 +136,7 @@ class FetchPickAndPlace(GymTask):
 
     def initial_state(self, c, rng):
         # The benchmark's draw order: the block's x, y (rejection sampled 10 cm away from the grip), then the goal.
-        qpos, qvel, grip, height = settled_start(self.scene, self.extra_height)
+        qpos, qvel, grip, height = settled_start(self.benchmark_scene, self.extra_height)
         qpos = qpos.copy()
         xy = grip[:2]
         while np.linalg.norm(xy - grip[:2]) < 0.1:
