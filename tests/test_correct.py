@@ -97,6 +97,17 @@ def test_composed_policy_runs_in_crossval(logs, tmp_path):
     mujoco = run.summary.engines["mujoco"]
     assert mujoco.episodes == 2 and mujoco.failed == 0 and np.isfinite(mujoco.mean_return)
     assert "hopper-ppo-mujoco" in (tmp_path / "corrected" / "card.yaml").read_text()  # provenance: the base
+    # the corrected card names its base: crossval ran it with the same settings and compared them
+    versus = run.summary.correction
+    assert versus is not None and Path(versus["base_card"]) == BASE.resolve()
+    assert (run.out / "base" / "summary.json").is_file() and set(versus["engines"]) == {"mujoco"}
+    row = versus["engines"]["mujoco"]
+    assert row["corrected"]["mean_return"] == run.summary.engines["mujoco"].mean_return and np.isfinite(row["base"]["mean_return"])
+    assert json.loads((run.out / "summary.json").read_text())["correction"]["engines"]["mujoco"] == row
+    from crosssim.report import write_report
+
+    html = write_report(run.out, filmstrips=False).read_text()
+    assert 'id="versus-engines"' in html and "versus-regression" in html
 
 
 def _copy_one(logs: Path, dst: Path) -> Path:
