@@ -124,6 +124,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-crossval", action="store_true")
     p.add_argument("--takeover", default=None, help="override the setup's takeover condition")
     p.add_argument("--no-gate", action="store_true", help="residual everywhere (no intervention gate)")
+    p.add_argument("--budget", type=int, default=None, help="intervention budget: operator steps per episode at most")
+    p.add_argument("--operator-noise", type=float, default=0.0, help="Gaussian noise on the operator's action")
     args = p.parse_args(argv)
     out = Path(args.out or ROOT / "reports" / "correct" / args.setup)
     shutil.rmtree(out, ignore_errors=True)
@@ -136,10 +138,12 @@ def main(argv=None) -> int:
         setup = replace(setup, takeover=args.takeover)
     BASE, COLLECTED = setup.base, setup.collected
     record = {"setup": args.setup, "takeover": setup.takeover, "collected_in": " ".join(COLLECTED),
-              "operator": setup.operator.parent.name}
+              "operator": setup.operator.parent.name, "budget": args.budget, "operator_noise": args.operator_noise,
+              "gate": not args.no_gate}
     collected = collect(BASE, perturbed_profile(*COLLECTED), out / "logs",
                         CollectConfig(takeover=setup.takeover, operator=str(setup.operator), episodes=args.episodes,
-                                      steps=args.steps, seed=100))
+                                      steps=args.steps, seed=100, budget=args.budget,
+                                      operator_noise=args.operator_noise))
     record["collection"] = {"describe": collected.describe(), "rate": collected.rate, "steps": sum(collected.steps)}
     print(f"collected: {collected.describe()} ({time.time() - t0:.0f} s)", file=sys.stderr)
     corrected = out / f"{BASE.parent.name}-corrected"
@@ -158,7 +162,10 @@ def main(argv=None) -> int:
             print(f"{name}: crossval done ({time.time() - t0:.0f} s)", file=sys.stderr)
     record["wall_s"] = round(time.time() - t0, 1)
     (out / "correct.json").write_text(json.dumps(record, indent=1, default=float) + "\n")
-    lines = [f"collected in {record['collected_in']} by operator {record['operator']}: {record['collection']['describe']}",
+    limits = ", ".join(x for x in (f"budget {args.budget} steps per episode" if args.budget else "",
+                                   f"action noise {args.operator_noise:g}" if args.operator_noise else "") if x)
+    lines = [f"collected in {record['collected_in']} by operator {record['operator']}"
+             f"{' (' + limits + ')' if limits else ''}: {record['collection']['describe']}",
              "", "| place | base: would-intervene / survived / length / return | corrected |", "|---|---|---|"]
     for place in record["policies"]["base"]["rollouts"]:
         cells = []

@@ -198,3 +198,29 @@ def test_collect_command_writes_logs_in_a_perturbed_profile(tmp_path, capsys):
                  "tilt>1", "--episodes", "1", "--steps", "2"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--perturb: cannot read 'friction_scale'" in err[0]
+
+
+@pytest.mark.parametrize("budget,noise", [(None, 0.0), (6, 0.0), (None, 0.3)])
+def test_a_limited_or_noisy_operator(tmp_path, budget, noise):
+    """An intervention budget caps the operator's steps per episode; a noisy operator's logged
+    action is its policy's plus noise of the stated size (exact without noise)."""
+    from crosssim.card import load_card
+    from crosssim.correct.collect import CollectConfig, collect
+    from crosssim.policies import load_policy
+    from crosssim.real.logs import read_logs
+    from crosssim.runner.harness import Harness
+
+    profile = split_settings(EngineProfile("mujoco-slippery", "mujoco"), SLIPPERY)
+    stats = collect(BASE, profile, tmp_path, CollectConfig(takeover="|joint:rooty|>0.05", operator=str(OPERATOR),
+                                                           episodes=2, steps=80, seed=3, budget=budget,
+                                                           operator_noise=noise))
+    if budget is None:
+        assert max(stats.interventions) > 6  # the budget below binds
+    else:
+        assert max(stats.interventions) <= budget and sum(stats.interventions) > 0
+    card = load_card(OPERATOR)
+    harness = Harness.from_card(card)
+    op = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
+    diff = np.concatenate([log.operator[log.intervened] - np.array([op.act(o) for o in log.obs[log.intervened]])
+                           for log in read_logs(tmp_path)])
+    assert diff.size and (np.abs(diff).max() < 1e-5 if noise == 0 else abs(diff.std() - noise) < 0.25 * noise)

@@ -44,7 +44,8 @@ def cmd_collect(args) -> int:
 
     profile = perturbed_profile(args.engine, args.perturb)
     config = CollectConfig(takeover=args.takeover, operator=args.operator, hold=args.hold, kp=args.kp, kd=args.kd,
-                           episodes=args.episodes, steps=args.steps, seed=args.seed, operator_on=not args.measure_only)
+                           episodes=args.episodes, steps=args.steps, seed=args.seed, operator_on=not args.measure_only,
+                           budget=args.budget, operator_noise=args.operator_noise)
     stats = collect(args.policy, profile, args.out, config, trust=args.trust_policy_code)
     for path in stats.paths:
         print(path)
@@ -88,6 +89,10 @@ class CorrectCollectConfig:
                                         "policy card.")
     kp: float = option(1.0, parse=options.number(low=0.0), help="Scripted operator: action per rad of joint error.")
     kd: float = option(0.1, parse=options.number(low=0.0), help="Scripted operator: action per rad/s.")
+    budget: int | None = option(None, parse=options.whole(1), help="Intervention budget: the operator controls at "
+                                                                    "most this many steps per episode.")
+    operator_noise: float = option(0.0, parse=options.number(low=0.0),
+                                   help="Gaussian noise on the operator's action [action units, standard deviation].")
     out: str | None = option(None, help="Folder for the logs (default: none written).")
     episodes: int = option(4, parse=options.whole(1), help="Episodes (one log each).")
     steps: int | None = option(None, parse=options.whole(1), help="Control steps per episode (default: the task's).")
