@@ -105,7 +105,8 @@ def judge(card: Path, out: Path, *, episodes: int, steps: int) -> dict:
     return {"verdict": risk.verdict if risk else None, "driver": risk.driver if risk else None,
             "margins": {k: {"margin": c.margin, "ci95": list(c.margin_ci95), "headroom": c.headroom,
                             "verdict": c.verdict} for k, c in (risk.components.items() if risk else [])},
-            "returns": {k: e.mean_return for k, e in run.summary.engines.items()}}
+            "returns": {k: e.mean_return for k, e in run.summary.engines.items()},
+            "versus_base": run.summary.correction}
 
 
 def main(argv=None) -> int:
@@ -124,6 +125,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-crossval", action="store_true")
     p.add_argument("--takeover", default=None, help="override the setup's takeover condition")
     p.add_argument("--no-gate", action="store_true", help="residual everywhere (no intervention gate)")
+    p.add_argument("--gate-balance", action="store_true", help="weight the gate's intervention steps by rarity")
     p.add_argument("--budget", type=int, default=None, help="intervention budget: operator steps per episode at most")
     p.add_argument("--operator-noise", type=float, default=0.0, help="Gaussian noise on the operator's action")
     args = p.parse_args(argv)
@@ -139,7 +141,7 @@ def main(argv=None) -> int:
     BASE, COLLECTED = setup.base, setup.collected
     record = {"setup": args.setup, "takeover": setup.takeover, "collected_in": " ".join(COLLECTED),
               "operator": setup.operator.parent.name, "budget": args.budget, "operator_noise": args.operator_noise,
-              "gate": not args.no_gate}
+              "gate": not args.no_gate, "gate_balance": args.gate_balance}
     collected = collect(BASE, perturbed_profile(*COLLECTED), out / "logs",
                         CollectConfig(takeover=setup.takeover, operator=str(setup.operator), episodes=args.episodes,
                                       steps=args.steps, seed=100, budget=args.budget,
@@ -149,7 +151,8 @@ def main(argv=None) -> int:
     corrected = out / f"{BASE.parent.name}-corrected"
     # the base is this script's own TorchScript file (torch.clamp in forward: no Linear chain to
     # rebuild in the sandbox), so composing with the file itself is trusting our own code
-    record["training"] = train(out / "logs", BASE, corrected, TrainConfig(gate=not args.no_gate), trust=True)["losses"]
+    config = TrainConfig(gate=not args.no_gate, gate_balance=args.gate_balance)
+    record["training"] = train(out / "logs", BASE, corrected, config, trust=True)["losses"]
     print(f"trained: {record['training']} ({time.time() - t0:.0f} s)", file=sys.stderr)
     record["policies"] = {}
     for name, card in (("base", BASE), ("corrected", corrected / "card.yaml")):
@@ -186,6 +189,10 @@ def main(argv=None) -> int:
                          f"{mc.get('ci95', [np.nan] * 2)[1]:.3g}] |")
         for eng in b["returns"]:
             lines.append(f"| mean return {eng} | {b['returns'][eng]:.0f} | {c['returns'].get(eng, float('nan')):.0f} |")
+        versus = c.get("versus_base")
+        if versus is not None:  # crossval of the corrected card ran its base and compared them
+            lines.append("| crossval's regressions against the base | | "
+                         f"{'; '.join(versus['regressions']) or 'none'} |")
     lines.append(f"\n{record['wall_s']:.0f} s on this machine")
     (out / "correct.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -56,7 +56,8 @@ def cmd_collect(args) -> int:
 def cmd_train(args) -> int:
     from crosssim.correct.train import TrainConfig, train
 
-    config = TrainConfig(hidden=tuple(args.hidden), epochs=args.epochs, lr=args.lr, gate=args.gate, seed=args.seed)
+    config = TrainConfig(hidden=tuple(args.hidden), epochs=args.epochs, lr=args.lr, gate=args.gate,
+                         gate_balance=args.gate_balance, seed=args.seed)
     record = train(args.logs, args.policy, args.out, config, trust=args.trust_policy_code)
     losses = ", ".join(f"{k} {v:.4g}" for k, v in record["losses"].items())
     print(f"{args.out}/card.yaml: {record['base']['name']} + residual from {record['logs']['interventions']} "
@@ -113,6 +114,9 @@ class CorrectTrainConfig:
     lr: float = option(1e-3, parse=options.positive_number(), help="Adam learning rate.")
     gate: bool = option(True, off="Apply the residual everywhere (regressed to zero where nobody intervened).",
                         help="Scale the residual by a learned intervention probability.")
+    gate_balance: bool = option(False, help="Weight the gate's intervention steps by their rarity (steps without / "
+                                            "with an intervention): the gate errs towards correcting where the logs "
+                                            "are thin (docs/correction.md).")
     seed: int = option(0, parse=options.seed, help="Seed of the weights and minibatches.")
     trust_policy_code: bool = option(False, help="Compose with the base TorchScript file itself, running its code "
                                                  "in this process (only for a file you trust).")
