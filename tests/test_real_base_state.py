@@ -76,6 +76,11 @@ def test_go1_base_height_and_velocity_from_the_legs(go1):
         assert err[0] < 0.5 * motion[0], (log.name, err, motion)  # walking forward: far better than zero
         assert motion.max() > VEL_RMS  # zero velocity would fail the tolerance: the check can fail
         assert 1.5 < est.contact.sum(axis=1).mean() < 4  # a trot: two feet down, more at the switches
+        assert est.gyro_used
+    # a gyro logged in deg/s (x 180/pi) would wreck the filter: it is left out, the logged orientation used
+    log = logs[0]
+    bad = estimate_base(replace(log, pos=None, vel=None, gyro=log.gyro * 180 / np.pi), harness)
+    assert not bad.gyro_used and np.allclose(bad.quat, log.quat / np.linalg.norm(log.quat, axis=1, keepdims=True))
 
 
 @requires_fixtures

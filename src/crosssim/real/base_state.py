@@ -8,7 +8,8 @@ Here, per row (docs/real.md, "Base state estimation"):
 - **orientation**: a complementary filter: the gyro (body rate) integrated over the control period,
   pulled towards the logged orientation with time constant ``FILTER_TAU`` (the logged orientation
   sets tilt and heading in the long run, the gyro the short-term changes, so per-row orientation
-  noise is smoothed without drift);
+  noise is smoothed without drift); a gyro that disagrees with the orientation's rate of change
+  (crosssim/real/rates.py: a unit bug) is left out;
 - **height**: the logged joints and the filtered orientation put in the model, the base raised or
   lowered until the lowest collision point touches the ground (crosssim/real/start.py);
 - **feet in contact**: each foot (a leaf body of the robot with collision geometry) whose lowest
@@ -28,7 +29,7 @@ import numpy as np
 
 from crosssim.errors import CrossSimError
 from crosssim.real.logs import RealLog
-from crosssim.real.rates import _qmul
+from crosssim.real.rates import _qmul, compare_rates, window_means, window_rates, window_rows
 from crosssim.real.start import _model, collides, geom_bottom, ground_height, lowest_point
 
 FILTER_TAU = 0.1
@@ -59,6 +60,9 @@ class BaseEstimate:
     """(T, feet) True where a foot is in contact."""
     feet: tuple[str, ...]
     """The feet's body names."""
+    gyro_used: bool
+    """The gyro entered the orientation filter (False: none logged, or it disagrees with the
+    orientation's rate of change)."""
 
 
 def _exp(rotvec: np.ndarray) -> np.ndarray:
@@ -154,6 +158,19 @@ def _odometry(points: np.ndarray, contact: np.ndarray) -> np.ndarray:
     return disp
 
 
+def trusted_gyro(log: RealLog) -> np.ndarray | None:
+    """The gyro column, unless the logged orientation's rate of change says it is off (a unit bug,
+    a flipped axis: docs/real.md "Angular rates against the orientation"), where the filter would
+    integrate a wrong rate: None then (the logged orientation is used alone)."""
+    if log.gyro is None or log.quat is None:
+        return log.gyro
+    w = window_rows(log.time)
+    if len(log) < w + 3:
+        return log.gyro
+    check = compare_rates("gyro", window_means(log.gyro, log.time, w), window_rates(log.quat, log.time, w), w)
+    return None if check["status"] in ("scale", "axis") else log.gyro
+
+
 def estimate_base(log: RealLog, harness) -> BaseEstimate:
     """The base state of every row of ``log`` from its orientation, gyro and joints (module doc)."""
     m = _model(harness.scene)
@@ -162,7 +179,8 @@ def estimate_base(log: RealLog, harness) -> BaseEstimate:
         raise CrossSimError(f"{harness.scene}: no feet (leaf bodies with collision geometry) to estimate the base "
                             "from; log pos.* and vel.* (docs/real.md)")
     dt = log.control_period
-    quat = filter_orientation(log.quat, log.gyro, dt)
+    gyro = trusted_gyro(log)
+    quat = filter_orientation(log.quat, gyro, dt)
     height, points = _pose_rows(log, harness, quat, feet)
     contact = points[:, :, 2] <= points[:, :, 2].min(axis=1, keepdims=True) + CONTACT_MARGIN
     init = harness.task.initial_state(harness.canonical, np.random.default_rng(0))
@@ -170,7 +188,7 @@ def estimate_base(log: RealLog, harness) -> BaseEstimate:
     pos[:, :2] = np.asarray(init.qpos, float)[:2] + np.cumsum(_odometry(points, contact)[:, :2], axis=0)
     pos[:, 2] = height
     vel = np.gradient(pos, dt, axis=0) if len(log) > 1 else np.zeros_like(pos)
-    return BaseEstimate(quat, pos, vel, contact, tuple(feet))
+    return BaseEstimate(quat, pos, vel, contact, tuple(feet), gyro is not None)
 
 
 def needs_estimate(log: RealLog, harness) -> bool:
