@@ -105,7 +105,8 @@ def judge(card: Path, out: Path, *, episodes: int, steps: int) -> dict:
     return {"verdict": risk.verdict if risk else None, "driver": risk.driver if risk else None,
             "margins": {k: {"margin": c.margin, "ci95": list(c.margin_ci95), "headroom": c.headroom,
                             "verdict": c.verdict} for k, c in (risk.components.items() if risk else [])},
-            "returns": {k: e.mean_return for k, e in run.summary.engines.items()}}
+            "returns": {k: e.mean_return for k, e in run.summary.engines.items()},
+            "versus_base": run.summary.correction}
 
 
 def main(argv=None) -> int:
@@ -124,6 +125,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-crossval", action="store_true")
     p.add_argument("--takeover", default=None, help="override the setup's takeover condition")
     p.add_argument("--no-gate", action="store_true", help="residual everywhere (no intervention gate)")
+    p.add_argument("--gate-balance", action="store_true", help="weight the gate's intervention steps by rarity")
+    p.add_argument("--budget", type=int, default=None, help="intervention budget: operator steps per episode at most")
+    p.add_argument("--operator-noise", type=float, default=0.0, help="Gaussian noise on the operator's action")
     args = p.parse_args(argv)
     out = Path(args.out or ROOT / "reports" / "correct" / args.setup)
     shutil.rmtree(out, ignore_errors=True)
@@ -136,16 +140,19 @@ def main(argv=None) -> int:
         setup = replace(setup, takeover=args.takeover)
     BASE, COLLECTED = setup.base, setup.collected
     record = {"setup": args.setup, "takeover": setup.takeover, "collected_in": " ".join(COLLECTED),
-              "operator": setup.operator.parent.name}
+              "operator": setup.operator.parent.name, "budget": args.budget, "operator_noise": args.operator_noise,
+              "gate": not args.no_gate, "gate_balance": args.gate_balance}
     collected = collect(BASE, perturbed_profile(*COLLECTED), out / "logs",
                         CollectConfig(takeover=setup.takeover, operator=str(setup.operator), episodes=args.episodes,
-                                      steps=args.steps, seed=100))
+                                      steps=args.steps, seed=100, budget=args.budget,
+                                      operator_noise=args.operator_noise))
     record["collection"] = {"describe": collected.describe(), "rate": collected.rate, "steps": sum(collected.steps)}
     print(f"collected: {collected.describe()} ({time.time() - t0:.0f} s)", file=sys.stderr)
     corrected = out / f"{BASE.parent.name}-corrected"
     # the base is this script's own TorchScript file (torch.clamp in forward: no Linear chain to
     # rebuild in the sandbox), so composing with the file itself is trusting our own code
-    record["training"] = train(out / "logs", BASE, corrected, TrainConfig(gate=not args.no_gate), trust=True)["losses"]
+    config = TrainConfig(gate=not args.no_gate, gate_balance=args.gate_balance)
+    record["training"] = train(out / "logs", BASE, corrected, config, trust=True)["losses"]
     print(f"trained: {record['training']} ({time.time() - t0:.0f} s)", file=sys.stderr)
     record["policies"] = {}
     for name, card in (("base", BASE), ("corrected", corrected / "card.yaml")):
@@ -158,7 +165,10 @@ def main(argv=None) -> int:
             print(f"{name}: crossval done ({time.time() - t0:.0f} s)", file=sys.stderr)
     record["wall_s"] = round(time.time() - t0, 1)
     (out / "correct.json").write_text(json.dumps(record, indent=1, default=float) + "\n")
-    lines = [f"collected in {record['collected_in']} by operator {record['operator']}: {record['collection']['describe']}",
+    limits = ", ".join(x for x in (f"budget {args.budget} steps per episode" if args.budget else "",
+                                   f"action noise {args.operator_noise:g}" if args.operator_noise else "") if x)
+    lines = [f"collected in {record['collected_in']} by operator {record['operator']}"
+             f"{' (' + limits + ')' if limits else ''}: {record['collection']['describe']}",
              "", "| place | base: would-intervene / survived / length / return | corrected |", "|---|---|---|"]
     for place in record["policies"]["base"]["rollouts"]:
         cells = []
@@ -179,6 +189,10 @@ def main(argv=None) -> int:
                          f"{mc.get('ci95', [np.nan] * 2)[1]:.3g}] |")
         for eng in b["returns"]:
             lines.append(f"| mean return {eng} | {b['returns'][eng]:.0f} | {c['returns'].get(eng, float('nan')):.0f} |")
+        versus = c.get("versus_base")
+        if versus is not None:  # crossval of the corrected card ran its base and compared them
+            lines.append("| crossval's regressions against the base | | "
+                         f"{'; '.join(versus['regressions']) or 'none'} |")
     lines.append(f"\n{record['wall_s']:.0f} s on this machine")
     (out / "correct.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -97,6 +97,17 @@ def test_composed_policy_runs_in_crossval(logs, tmp_path):
     mujoco = run.summary.engines["mujoco"]
     assert mujoco.episodes == 2 and mujoco.failed == 0 and np.isfinite(mujoco.mean_return)
     assert "hopper-ppo-mujoco" in (tmp_path / "corrected" / "card.yaml").read_text()  # provenance: the base
+    # the corrected card names its base: crossval ran it with the same settings and compared them
+    versus = run.summary.correction
+    assert versus is not None and Path(versus["base_card"]) == BASE.resolve()
+    assert (run.out / "base" / "summary.json").is_file() and set(versus["engines"]) == {"mujoco"}
+    row = versus["engines"]["mujoco"]
+    assert row["corrected"]["mean_return"] == run.summary.engines["mujoco"].mean_return and np.isfinite(row["base"]["mean_return"])
+    assert json.loads((run.out / "summary.json").read_text())["correction"]["engines"]["mujoco"] == row
+    from crosssim.report import write_report
+
+    html = write_report(run.out, filmstrips=False).read_text()
+    assert 'id="versus-engines"' in html and "versus-regression" in html
 
 
 def _copy_one(logs: Path, dst: Path) -> Path:
@@ -187,3 +198,29 @@ def test_collect_command_writes_logs_in_a_perturbed_profile(tmp_path, capsys):
                  "tilt>1", "--episodes", "1", "--steps", "2"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--perturb: cannot read 'friction_scale'" in err[0]
+
+
+@pytest.mark.parametrize("budget,noise", [(None, 0.0), (6, 0.0), (None, 0.3)])
+def test_a_limited_or_noisy_operator(tmp_path, budget, noise):
+    """An intervention budget caps the operator's steps per episode; a noisy operator's logged
+    action is its policy's plus noise of the stated size (exact without noise)."""
+    from crosssim.card import load_card
+    from crosssim.correct.collect import CollectConfig, collect
+    from crosssim.policies import load_policy
+    from crosssim.real.logs import read_logs
+    from crosssim.runner.harness import Harness
+
+    profile = split_settings(EngineProfile("mujoco-slippery", "mujoco"), SLIPPERY)
+    stats = collect(BASE, profile, tmp_path, CollectConfig(takeover="|joint:rooty|>0.05", operator=str(OPERATOR),
+                                                           episodes=2, steps=80, seed=3, budget=budget,
+                                                           operator_noise=noise))
+    if budget is None:
+        assert max(stats.interventions) > 6  # the budget below binds
+    else:
+        assert max(stats.interventions) <= budget and sum(stats.interventions) > 0
+    card = load_card(OPERATOR)
+    harness = Harness.from_card(card)
+    op = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size)
+    diff = np.concatenate([log.operator[log.intervened] - np.array([op.act(o) for o in log.obs[log.intervened]])
+                           for log in read_logs(tmp_path)])
+    assert diff.size and (np.abs(diff).max() < 1e-5 if noise == 0 else abs(diff.std() - noise) < 0.25 * noise)

@@ -185,6 +185,7 @@ def test_go1_without_base_pose_starts_standing_and_finds_the_gyro_bug(tmp_path):
     no_pose = replace(log, pos=None, vel=None)
     section = real_section(card, ["mujoco"], [dry, no_pose])
     assert section["dry_runs"] == [dry.name] and list(section["engines"]["mujoco"]["per_log"]) == [log.name]
+    assert section["base_estimated"] == [log.name]  # replays start from the estimated base state
     closed = section["engines"]["mujoco"]["closed_loop"]
     assert closed["survival"] == 1.0 and closed["q_rms"] < 0.3 and closed["first_fall_s"] is None
     terms = {t["term"]: t for t in section["conformance"]["per_log"][log.name]}

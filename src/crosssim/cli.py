@@ -216,6 +216,10 @@ def cmd_crossval(args) -> int:
         print(format_real(run.summary.real))
         if run.summary.real.get("suspects"):
             print(f"  suspects: {printable(run.summary.real['suspects'], 2000)}")
+    if run.summary.correction:
+        from crosssim.correct.versus import format_versus
+
+        print(format_versus(run.summary.correction))
     folder = RunFolder(run.out)
     if talk:
         print(f"\nresults: {folder.rows_path}  summary: {folder.summary_path}")

@@ -79,6 +79,27 @@ def _until_decided(plan: Plan, got, summary: RunSummary, progress) -> RunSummary
     return dataclasses.replace(summary, risk=dataclasses.replace(summary.risk, rehearsal=reh, message=message))
 
 
+def _versus_base(plan: Plan, summary: RunSummary, progress) -> RunSummary:
+    """A corrected policy's run with its base's beside it (same config, in ``base/`` of the run
+    folder) and the comparison in summary.json's ``correction``; else ``summary`` as it is."""
+    from crosssim.correct.versus import base_card, compare_runs
+
+    base = base_card(plan.card)
+    if base is None or not plan.config.compare_base:
+        return summary
+    if not base.is_file():
+        return dataclasses.replace(summary, warnings=[*summary.warnings, f"the corrected policy's base card {base} is "
+                                                      "missing: not compared with its base"])
+    config = dataclasses.replace(plan.config, policy=str(base), out=str(plan.out / "base"), report=False, real=None,
+                                 compare_base=False)
+    LOG.info("corrected policy: running its base %s with the same settings", base)
+    base_run = crossval(config, progress=progress)
+    section = compare_runs(base_run.summary, summary, base_card_path=str(base), base_out=str(base_run.out))
+    summary = dataclasses.replace(summary, correction=section)
+    plan.folder.write_summary(summary)
+    return summary
+
+
 def run(plan: Plan, *, progress=None) -> CrossvalRun:
     """Execute ``plan`` and store its rows, give the verdict, add the REAL section when the config
     names logs, then write report.html when ``config.report``."""
@@ -112,6 +133,7 @@ def run(plan: Plan, *, progress=None) -> CrossvalRun:
             section["suspects"] = log_suspect_hint(plan.card, logs)
         summary = dataclasses.replace(summary, real=section)
         folder.write_summary(summary)
+    summary = _versus_base(plan, summary, progress)
     report = error = None
     if config.report:
         from crosssim.report import write_report

@@ -401,6 +401,9 @@ class RunSummary:
     preview: Preview | None = None
     """Set on a ``--quick`` run (the counts it really ran); None on a full run. Optional in both
     directions, as ``card_from_run``: a run written before it existed reads as a full run."""
+    correction: dict | None = None
+    """A corrected policy against its base (crosssim.correct.versus.compare_runs): per engine and
+    family, and the regressions. Optional in both directions, as ``card_from_run``."""
 
 
 def to_dict(obj) -> typing.Any:

@@ -44,7 +44,8 @@ def cmd_collect(args) -> int:
 
     profile = perturbed_profile(args.engine, args.perturb)
     config = CollectConfig(takeover=args.takeover, operator=args.operator, hold=args.hold, kp=args.kp, kd=args.kd,
-                           episodes=args.episodes, steps=args.steps, seed=args.seed, operator_on=not args.measure_only)
+                           episodes=args.episodes, steps=args.steps, seed=args.seed, operator_on=not args.measure_only,
+                           budget=args.budget, operator_noise=args.operator_noise)
     stats = collect(args.policy, profile, args.out, config, trust=args.trust_policy_code)
     for path in stats.paths:
         print(path)
@@ -55,7 +56,8 @@ def cmd_collect(args) -> int:
 def cmd_train(args) -> int:
     from crosssim.correct.train import TrainConfig, train
 
-    config = TrainConfig(hidden=tuple(args.hidden), epochs=args.epochs, lr=args.lr, gate=args.gate, seed=args.seed)
+    config = TrainConfig(hidden=tuple(args.hidden), epochs=args.epochs, lr=args.lr, gate=args.gate,
+                         gate_balance=args.gate_balance, seed=args.seed)
     record = train(args.logs, args.policy, args.out, config, trust=args.trust_policy_code)
     losses = ", ".join(f"{k} {v:.4g}" for k, v in record["losses"].items())
     print(f"{args.out}/card.yaml: {record['base']['name']} + residual from {record['logs']['interventions']} "
@@ -88,6 +90,10 @@ class CorrectCollectConfig:
                                         "policy card.")
     kp: float = option(1.0, parse=options.number(low=0.0), help="Scripted operator: action per rad of joint error.")
     kd: float = option(0.1, parse=options.number(low=0.0), help="Scripted operator: action per rad/s.")
+    budget: int | None = option(None, parse=options.whole(1), help="Intervention budget: the operator controls at "
+                                                                    "most this many steps per episode.")
+    operator_noise: float = option(0.0, parse=options.number(low=0.0),
+                                   help="Gaussian noise on the operator's action [action units, standard deviation].")
     out: str | None = option(None, help="Folder for the logs (default: none written).")
     episodes: int = option(4, parse=options.whole(1), help="Episodes (one log each).")
     steps: int | None = option(None, parse=options.whole(1), help="Control steps per episode (default: the task's).")
@@ -108,6 +114,9 @@ class CorrectTrainConfig:
     lr: float = option(1e-3, parse=options.positive_number(), help="Adam learning rate.")
     gate: bool = option(True, off="Apply the residual everywhere (regressed to zero where nobody intervened).",
                         help="Scale the residual by a learned intervention probability.")
+    gate_balance: bool = option(False, help="Weight the gate's intervention steps by their rarity (steps without / "
+                                            "with an intervention): the gate errs towards correcting where the logs "
+                                            "are thin (docs/correction.md).")
     seed: int = option(0, parse=options.seed, help="Seed of the weights and minibatches.")
     trust_policy_code: bool = option(False, help="Compose with the base TorchScript file itself, running its code "
                                                  "in this process (only for a file you trust).")

@@ -67,6 +67,12 @@ class CollectConfig:
     """Control steps per episode; None: the task's episode length."""
     seed: int = 0
     """Base seed: episode i starts from seed + i."""
+    budget: int | None = None
+    """An intervention budget: the operator controls at most this many steps per episode, then
+    leaves the policy alone (an operator that cannot rescue every episode); None: no limit."""
+    operator_noise: float = 0.0
+    """Standard deviation of Gaussian noise on the operator's action [action units] (a noisy human
+    or joystick), drawn per step from the stream (seed, episode, 11); 0: exact."""
     operator_on: bool = True
     """False: the operator never acts; the flag still says where it *would* have taken over, the
     policy keeps control and no log is written."""
@@ -146,7 +152,8 @@ def _run_episode(sim, team: _Team, config: CollectConfig, i: int) -> tuple[_Sour
     team.policy.reset()
     team.operator.reset()
     team.trigger.reset()
-    source = _Source(team, config.operator_on)
+    source = _Source(team, config.operator_on, budget=config.budget, noise=config.operator_noise,
+                     rng=np.random.default_rng((config.seed, i, 11)))
     n = team.harness.task.max_steps if config.steps is None else int(config.steps)
     terminated = play(ep, source.act, n, on_step=source.on_step)
     return source, ep, terminated
@@ -156,8 +163,9 @@ class _Source:
     """One episode's action source: the policy, the operator's action while the trigger holds,
     each control step logged as a row."""
 
-    def __init__(self, team: _Team, operator_on: bool):
+    def __init__(self, team: _Team, operator_on: bool, *, budget: int | None = None, noise: float = 0.0, rng=None):
         self.team, self.operator_on = team, operator_on
+        self.budget, self.noise, self.rng = budget, float(noise), rng
         self.rows: dict[str, list] = {}
         self.on, self.takeovers, self.was, self.ret = 0, 0, False, 0.0
         """Steps under the operator, takeovers, whether it held the last step, the return so far."""
@@ -169,8 +177,10 @@ class _Source:
         team = self.team
         obs = ep.observe()
         mine = np.asarray(team.policy.act(obs), dtype=float)
-        on = team.trigger.update(ep.frame, ep.task_state)
+        on = team.trigger.update(ep.frame, ep.task_state) and (self.budget is None or self.on < self.budget)
         theirs = np.asarray(team.operator.act(ep.frame, obs), dtype=float) if on else mine
+        if on and self.noise > 0:  # what the motors got, noise included: the log holds it
+            theirs = theirs + self.rng.normal(0.0, self.noise, theirs.shape)
         self.on += on
         self.takeovers += on and not self.was
         self.was = on

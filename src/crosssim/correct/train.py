@@ -39,6 +39,10 @@ class TrainConfig:
     gate: bool = True
     """Scale the residual by a learned intervention probability (else: residual everywhere,
     regressed to zero on the steps without an intervention)."""
+    gate_balance: bool = False
+    """Weight the gate's intervention steps by (steps without) / (steps with an intervention), so
+    a minority of intervention steps counts as much as the rest: the gate then errs towards
+    applying the residual where the logs are thin, instead of towards leaving the policy alone."""
     seed: int = 0
 
 
@@ -130,7 +134,9 @@ def _fit(data: Corrections, config: TrainConfig, torch):
     rows = torch.nonzero(flag > 0.5).squeeze(1) if gate is not None else torch.arange(len(x))
     params = list(residual.parameters()) + (list(gate.parameters()) if gate is not None else [])
     opt = torch.optim.Adam(params, lr=config.lr)
-    bce = torch.nn.BCEWithLogitsLoss()
+    on_share = float(flag.mean()) if len(flag) else 0.0
+    weight = (1.0 - on_share) / on_share if config.gate_balance and 0.0 < on_share < 1.0 else 1.0
+    bce = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(weight))
     losses = {}
     for _ in range(config.epochs):
         for idx in torch.randperm(len(x), generator=gen).split(config.batch):

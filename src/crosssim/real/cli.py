@@ -235,6 +235,11 @@ def cmd_calibrate(args) -> int:
     harness = _harness_for([first], args.policy)
     params = parse_params(args.params, harness)  # damping etc. absolute where the model has none
     logs = read_logs(args.real, harness)
+    estimated = []
+    if not args.no_base_estimate:
+        from crosssim.real.base_state import with_estimated_base
+
+        logs, estimated = with_estimated_base(logs, harness)
     base = load_profile(args.engine)
     name = args.name or slug(Path(args.real).resolve().name)
     path = Path(args.out_dir) / f"{base.name}-calibrated-{name}.yaml"
@@ -248,6 +253,7 @@ def cmd_calibrate(args) -> int:
 
     kwargs = dict(segment_s=args.segment or None, max_evals=args.max_evals, method=args.method)
     fit = calibrate(harness, logs, base, params, progress=progress, **kwargs)
+    fit.findings[:0] = estimated
     heldout = _heldout(harness, logs, base, params, args, kwargs, fit)
     print(format_fit(fit))
     if heldout is not None:
@@ -334,8 +340,11 @@ class CalibrateConfig:
                               "mass, motor_strength, torque_limit, motor_lag, latency (to the physics step).")
     policy: str | None = option(None, help="Policy card (default: the card the logs' sidecars name).")
     segment: float = option(0.5, parse=options.number(low=0.0),
-                            help="Reset to the logged state every this many seconds (fixed-base robots, or base "
-                                 "position and velocity logged); 0: replay whole logs [s].")
+                            help="Reset to the logged state every this many seconds (fixed-base robots, or a floating "
+                                 "base's position and velocity logged or estimated); 0: replay whole logs [s].")
+    no_base_estimate: bool = option(False, help="A floating base without pos.*/vel.*: replay only the first --segment "
+                                                "seconds of each log instead of estimating the base state from the IMU "
+                                                "and leg kinematics (docs/real.md).")
     max_evals: int = option(200, parse=options.whole(1), help="Budget of simulations of the logs per fit.")
     folds: int = option(5, parse=options.whole(0),
                         help="Judge the fit on logs it did not see: k-fold over whole logs (at most one fold per log; "

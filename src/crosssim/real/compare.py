@@ -252,8 +252,10 @@ def real_section(card, engines, logs: list[RealLog], *, trust: bool = False, win
 
     harness = harness or Harness.from_card(card)
     policy = load_policy(card, obs_size=harness.obs_size, action_size=harness.action_size, trust=trust)
-    applied = [log for log in logs if log.applied]
-    section = {"log_dir": log_dir, "logs": [log.name for log in logs], "window_s": window_s,
+    from crosssim.real.base_state import with_estimated_base
+
+    applied, _ = with_estimated_base([log for log in logs if log.applied], harness)
+    section = {"base_estimated": [log.name for log in applied if log.base_estimated],"log_dir": log_dir, "logs": [log.name for log in logs], "window_s": window_s,
                "dry_runs": [log.name for log in logs if not log.applied],
                "duration_s": float(sum(log.duration for log in applied)),
                "real": {"survival": float(np.mean([0.0 if log.terminated else 1.0 for log in applied]))
@@ -307,6 +309,9 @@ def format_real(section: dict) -> str:
              "q RMS over the whole log / over the part before the simulated robot fell; survival: that part's "
              "share of the log",
              f"{'engine':<24}{'log':<18}{'open loop':<36}{'closed loop':<36}{'orientation':>11}"]
+    if section.get("base_estimated"):
+        lines.insert(2, f"base state estimated for {len(section['base_estimated'])} logs without pos.*/vel.* "
+                        "(IMU and leg kinematics; replays start from it)")
     for name, e in section["engines"].items():
         if "error" in e:
             lines.append(f"{name:<24}  ! {e['error']}")

@@ -147,6 +147,9 @@ class RealLog:
     rows: "RealLog | None" = None
     """The log as logged (row k = policy call k) when ``timing.resampled``; else None (this is it).
     The policy's inputs are checked on these rows: each was computed from that row's state."""
+    base_estimated: bool = False
+    """pos / vel (and a filtered quat) were estimated from the IMU and the legs, not logged
+    (crosssim/real/base_state.py)."""
 
     @property
     def name(self) -> str:

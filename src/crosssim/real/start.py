@@ -41,31 +41,37 @@ def ground_height(m, d) -> float:
     return max(tops) if tops else 0.0
 
 
+def geom_bottom(m, d, g: int) -> float | None:
+    """Lowest z [m] of collision geom ``g`` as posed in ``d`` (None for a plane or height field)."""
+    t, size, z = int(m.geom_type[g]), m.geom_size[g], float(d.geom_xpos[g, 2])
+    up = d.geom_xmat[g].reshape(3, 3)[2]  # world z of each local axis
+    if t == _GEOM_SPHERE:
+        return z - size[0]
+    if t == _GEOM_CAPSULE:
+        return z - abs(up[2]) * size[1] - size[0]
+    if t == _GEOM_CYLINDER:
+        return z - abs(up[2]) * size[1] - size[0] * np.sqrt(max(0.0, 1.0 - up[2] ** 2))
+    if t == _GEOM_BOX:
+        return z - float(np.sum(np.abs(up) * size[:3]))
+    if t == _GEOM_ELLIPSOID:
+        return z - float(np.sqrt(np.sum((up * size[:3]) ** 2)))
+    if t == _GEOM_MESH:
+        mesh = m.geom_dataid[g]
+        start, count = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
+        return float(np.min(m.mesh_vert[start:start + count] @ up)) + z
+    return None
+
+
+def collides(m, g: int) -> bool:
+    """Geom ``g`` is a robot's collision geom (not on the world body, contype or conaffinity set)."""
+    return m.geom_bodyid[g] != 0 and not (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0)
+
+
 def lowest_point(m, d) -> float:
     """Lowest z [m] of the robot's collision geometry (geoms not on the world body that collide)."""
-    low = np.inf
-    for g in range(m.ngeom):
-        if m.geom_bodyid[g] == 0 or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0):
-            continue
-        t, size, z = int(m.geom_type[g]), m.geom_size[g], float(d.geom_xpos[g, 2])
-        up = d.geom_xmat[g].reshape(3, 3)[2]  # world z of each local axis
-        if t == _GEOM_SPHERE:
-            z -= size[0]
-        elif t == _GEOM_CAPSULE:
-            z -= abs(up[2]) * size[1] + size[0]
-        elif t == _GEOM_CYLINDER:
-            z -= abs(up[2]) * size[1] + size[0] * np.sqrt(max(0.0, 1.0 - up[2] ** 2))
-        elif t in (_GEOM_BOX, _GEOM_ELLIPSOID):
-            z -= float(np.sum(np.abs(up) * size[:3])) if t == _GEOM_BOX else float(np.sqrt(np.sum((up * size[:3]) ** 2)))
-        elif t == _GEOM_MESH:
-            mesh = m.geom_dataid[g]
-            start, count = m.mesh_vertadr[mesh], m.mesh_vertnum[mesh]
-            verts = m.mesh_vert[start:start + count]
-            z = float(np.min(verts @ up)) + float(d.geom_xpos[g, 2])
-        else:
-            continue
-        low = min(low, z)
-    return float(low)
+    lows = [geom_bottom(m, d, g) for g in range(m.ngeom) if collides(m, g)]
+    lows = [z for z in lows if z is not None]
+    return float(min(lows)) if lows else float(np.inf)
 
 
 def standing_height(scene: Path, qpos: np.ndarray) -> float:

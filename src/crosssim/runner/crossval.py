@@ -108,6 +108,10 @@ class CrossvalConfig:
                     "has no filmstrips (`crosssim report DIR` adds them).")
     real: str | None = option(
         None, help="Folder of real robot logs (docs/real.md): adds a REAL section, each engine against the logs.")
+    compare_base: bool = option(
+        True, off="A corrected policy: do not run its base for comparison.",
+        help="A corrected policy (its card names its base under training.base): run the base with the same settings "
+             "and compare them per engine and family, naming every regression (docs/correction.md).")
     policy_memory_mb: int | None = option(
         None, parse=options.whole(256),
         help="Address-space limit of each sandboxed policy process [MiB]; default $CROSSSIM_POLICY_MEMORY_MB, else 4096.")
