@@ -295,3 +295,79 @@ def test_pair_only_hopper_returns_what_the_ordinary_scene_returns(tmp_path, engi
     _open(engine, _scene(tmp_path, "probe", PAIR))  # skips where the engine is not installed
     ordinary, pairs = _returns(engine, card, None, 3), _returns(engine, card, pair_only_hopper(tmp_path), 3)
     assert abs(pairs.mean() - ordinary.mean()) <= 0.1 * ordinary.mean(), (ordinary, pairs)
+
+
+# -- self-collision ------------------------------------------------------------------------------
+ARMS = """<mujoco><option timestep="0.002"/><worldbody>
+<body name="hub" pos="0 0 1"><joint name="hub_y" type="slide" axis="0 1 0"/>
+<geom name="hub_geom" type="box" size="0.2 0.05 0.05" mass="5" contype="0" conaffinity="0"/>
+<body name="a" pos="-0.1 0 0"><joint name="ha" type="hinge" axis="0 1 0"/>
+<geom name="ga" type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1" {ga}/></body>
+<body name="b" pos="0.1 0 0">{hb}<geom name="gb" type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"/></body>
+</body></worldbody></mujoco>"""
+"""One robot: two arms hanging from a hub (on a slide no force acts along). Arm a starts lifted
+1.2 rad to the left and swings through vertical into arm b: in MuJoCo it stops at -0.51 rad and
+knocks b to -0.48 rad; passing through, it reaches -1.2 rad."""
+HINGE_B = '<joint name="hb" type="hinge" axis="0 1 0"/>'
+SELF_ENGINES = ENGINES + ("newton-featherstone",)
+
+
+def _arms(engine: str, path: Path) -> np.ndarray:
+    """Angles of arms a and b over 0.6 s, arm a released at 1.2 rad, zero torques."""
+    e, model = _open(engine, path)
+    c = canonical_model(path)
+    qpos = c.qpos0.copy()
+    qpos[c.joint_qposadr[1]] = 1.2
+    state, out = e.reset(model, InitialState(qpos, np.zeros(c.nv))), []
+    try:
+        for _ in range(300):
+            e.step(model, state, np.zeros(c.joint_count), 1)
+            out.append(e.joint_state(model, state)[0][c.joint_qposadr[1:]])
+    finally:
+        e.close(model)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("engine", SELF_ENGINES)
+def test_two_arms_of_one_robot_collide(tmp_path, engine):
+    """Arm a is stopped by arm b and knocks it aside (MuJoCo -0.51 / -0.48 rad, pybullet -0.56,
+    physx -0.63 / -0.51, newton-featherstone's penalty contact -0.35 / -2.1). Old pybullet built
+    the multibody without self-collision: a swung through b to -1.2 rad and b never moved."""
+    got = _arms(engine, _scene(tmp_path, "arms", ARMS.format(ga="", hb=HINGE_B)))
+    assert got[:, 0].min() > -0.7 and got[:, 1].min() < -0.3, got.min(0)
+
+
+@pytest.mark.parametrize("engine", SELF_ENGINES)
+def test_arms_whose_bits_do_not_meet_pass_through(tmp_path, engine):
+    """contype/conaffinity 2 against 1: MuJoCo never lets the arms touch; every engine alike."""
+    got = _arms(engine, _scene(tmp_path, "arms_bits", ARMS.format(ga='contype="2" conaffinity="2"', hb=HINGE_B)))
+    assert got[:, 0].min() < -1.1, got.min(0)
+
+
+@pytest.mark.parametrize("engine", SELF_ENGINES)
+def test_an_arm_passes_through_a_body_welded_to_its_parent(tmp_path, engine):
+    """Arm b without a joint is welded to the hub, arm a's parent: MuJoCo's filterparent keeps
+    them apart (crosssim.engines.features.body_filtered). Old physx and newton-featherstone
+    collided them (a stopped at -0.36 rad): their articulations filter adjacent links only."""
+    got = _arms(engine, _scene(tmp_path, "arms_weld", ARMS.format(ga="", hb="")))
+    assert got[:, 0].min() < -1.1, got.min(0)
+
+
+def test_self_collision_per_link_refused_where_only_some_geoms_touch(tmp_path):
+    """Arm a with a second geom whose bits meet nothing of b's: Bullet filters per link pair."""
+    xml = ARMS.format(ga='/><geom name="ga2" type="sphere" size="0.05" pos="0 0 -0.2" contype="2" conaffinity="2"',
+                      hb=HINGE_B)
+    text = _refused("pybullet", _scene(tmp_path, "arms_partial", xml))
+    assert text.startswith("pybullet cannot build self-collision of some geoms of the bodies 'a, b' (1 of 2 geom "
+                           "pairs may touch: ga-gb) in arms_partial.xml: Bullet filters"), text
+    assert _arms("physx", _scene(tmp_path, "arms_partial", xml))[:, 0].min() > -0.7  # per shape in PhysX
+
+
+@pytest.mark.parametrize("engine", ["pybullet", "physx", "newton-mujoco-warp"])
+def test_a_body_colliding_with_its_parent_is_refused(tmp_path, engine):
+    """<flag filterparent="disable"/>: MuJoCo collides arm a with the hub (given bits); every
+    other engine's articulation filters a link and its parent link."""
+    xml = ARMS.format(ga="", hb=HINGE_B).replace('contype="0" conaffinity="0"', "").replace(
+        '<option timestep="0.002"/>', '<option timestep="0.002"><flag filterparent="disable"/></option>')
+    text = _refused(engine, _scene(tmp_path, "arms_parent", xml))
+    assert "cannot build self-collision of a body with its parent, 'hub, a' (" in text, text

@@ -240,6 +240,7 @@ CANNOT = {
     "ellipsoid": "PhysX has no ellipsoid shape (an enclosing sphere would be another robot)",
     "condim": "PhysX's torsional patch friction is not MuJoCo's; only sliding friction is built",
     "friction": "PhysX holds one friction material per body here",
+    "self_parent": "a PhysX articulation never collides a link with its parent link",
 }
 
 
