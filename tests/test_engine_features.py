@@ -371,3 +371,87 @@ def test_a_body_colliding_with_its_parent_is_refused(tmp_path, engine):
         '<option timestep="0.002"/>', '<option timestep="0.002"><flag filterparent="disable"/></option>')
     text = _refused(engine, _scene(tmp_path, "arms_parent", xml))
     assert "cannot build self-collision of a body with its parent, 'hub, a' (" in text, text
+
+
+# -- sensors the card's terms read ---------------------------------------------------------------
+SENSED = """<mujoco><option timestep="0.002"/><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+<camera name="world_cam" pos="0 -2 1" xyaxes="1 0 0 0 1 1"/>
+<body name="base" pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.1 0.05" mass="2"/><site name="imu" pos="0.05 0 0"/>
+<camera name="head" pos="0.1 0 0.02"/><camera name="follow" mode="trackcom" pos="0 -1 0.3"/>
+<body name="leg" pos="0 0 -0.05"><joint name="hip" type="hinge" axis="0 1 0" damping="0.1"/>
+<geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02" mass="0.3"/><site name="foot" pos="0 0 -0.22" zaxis="0 0 -1"/>
+</body></body></worldbody>
+<tendon><fixed name="hip_tendon"><joint joint="hip" coef="2"/></fixed></tendon>
+<actuator><motor name="hip_motor" joint="hip" gear="3"/></actuator>
+<sensor><framepos objtype="camera" objname="head"/><framequat name="head_quat" objtype="camera" objname="head"/>
+<framepos name="follow_pos" objtype="camera" objname="follow"/><framexaxis name="follow_x" objtype="camera" objname="follow"/>
+<framepos name="foot_in_cam" objtype="site" objname="foot" reftype="camera" refname="world_cam"/>
+<framelinvel name="head_vel" objtype="camera" objname="head"/><gyro name="gyro" site="imu"/>
+<velocimeter name="vel" site="imu"/><jointpos name="hip_pos" joint="hip"/><jointvel name="hip_vel" joint="hip"/>
+<subtreecom name="com" body="base"/><subtreelinvel name="com_vel" body="base"/><subtreeangmom name="momentum" body="base"/>
+<tendonpos name="tendon_len" tendon="hip_tendon"/><tendonvel name="tendon_vel" tendon="hip_tendon"/>
+<actuatorpos name="motor_pos" actuator="hip_motor"/><actuatorvel name="motor_vel" actuator="hip_motor"/>
+<magnetometer name="compass" site="imu"/><rangefinder name="range" site="foot"/><clock name="clock"/>
+</sensor></mujoco>"""
+"""Every sensor kind crosssim reads from state (crosssim.sensors.SUPPORTED) but ball joints' (in
+test_ball_sensors_read_as_mujoco_reads_them): camera frames, tendons and actuators among them."""
+
+
+def _sensor_gaps(engine: str, path: Path) -> dict[str, float]:
+    """Each sensor read from ``engine``'s frame after 0.2 s of random torques, against mj_forward's
+    sensordata at that frame's state and time: {sensor: largest difference}."""
+    import mujoco
+
+    from crosssim.sensors import SensorReader
+
+    reader = SensorReader(path)
+    for name in reader.types:
+        reader.check(name, path.name)  # what the harness does with a card's sensor: terms
+    e, model = _open(engine, path)
+    c, rng = canonical_model(path), np.random.default_rng(0)
+    state = e.reset(model, InitialState(c.qpos0.copy(), rng.normal(0, 0.5, c.nv)))
+    try:
+        for _ in range(100):
+            e.step(model, state, rng.normal(0, 1, c.joint_count), 1)
+        frame = e.frame(model, state)
+    finally:
+        e.close(model)
+    m = reader.m
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.time = frame.qpos, frame.qvel, frame.time
+    mujoco.mj_forward(m, d)
+    assert frame.time > 0.19 and np.abs(frame.qvel).max() > 0.01  # the engine's own state, moved
+    return {name: float(np.abs(reader.read(name, frame) - d.sensordata[m.sensor_adr[s]:m.sensor_adr[s] + m.sensor_dim[s]]).max())
+            for name, (s, _) in reader.types.items()}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sensors_read_from_each_engines_state_as_mujoco_reads_them(tmp_path, engine):
+    """Old code read a camera's frame sensors as zeros (no mj_camlight: 0.14-2 m off) and refused
+    tendon and actuator sensors, subtree, magnetometer, rangefinder and clock sensors."""
+    gaps = _sensor_gaps(engine, _scene(tmp_path, "sensed", SENSED))
+    assert "sensor_0" in gaps and max(gaps.values()) < 1e-9, gaps  # unnamed: named as everywhere
+
+
+def test_ball_sensors_read_as_mujoco_reads_them(tmp_path):
+    """A base of three slides and a ball (the only ball joints crosssim builds): ballquat and
+    ballangvel of the ball, in every column that builds the base (physx as its floating root)."""
+    xml = UNNAMED.replace('<joint type="ball"/>', '<joint name="ball" type="ball"/>').replace("</body></body></worldbody>", '<site name="tip" pos="0 0 -0.15"/></body></body></worldbody>'
+                          ).replace("</mujoco>", '<sensor><ballquat name="q" joint="ball"/><ballangvel name="w" '
+                                    'joint="ball"/><framepos name="tip" objtype="site" objname="tip"/></sensor></mujoco>')
+    for engine in ENGINES:
+        gaps = _sensor_gaps(engine, _scene(tmp_path, f"ball_sensed_{engine}", xml))
+        assert max(gaps.values()) < 1e-9, (engine, gaps)
+
+
+@pytest.mark.parametrize("kind", ["accelerometer", "touch", "force"])
+def test_a_sensor_no_engine_computes_from_state_is_refused_in_one_line(tmp_path, kind):
+    from crosssim.errors import CardError
+    from crosssim.sensors import SensorReader
+
+    path = _scene(tmp_path, kind, SENSED.replace("<clock name=\"clock\"/>", f'<{kind} name="probe" site="foot"/>'))
+    with pytest.raises(CardError) as err:
+        SensorReader(path).check("probe", "card.yaml")
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(f"card.yaml: observation term sensor:probe is a {kind} sensor, "
+                                                "which needs accelerations or constraint or contact forces"), text
