@@ -219,8 +219,12 @@ def import_builder(compiled: CompiledModel):
     builder = newton.ModelBuilder()
     # <option> is taken from the canonical model in build_model (Newton rejects solver="PGS").
     source, resolver = (str(scene), None) if not c.ball_joints else split_base(scene, c.root_body)
-    builder.add_mjcf(source, parse_mujoco_options=False, parse_visuals=False, parse_sites=False,
-                     path_resolver=resolver)
+    # Sites only where a tendon wraps one (a spatial tendon through sites was built without them: 1.7
+    # rad off MuJoCo in 0.5 s); MuJoCo's equality constraints kept as such for SolverMuJoCo (converted
+    # to loop joints, a connect or weld left a body with two parent joints, which no adapter maps).
+    sites = bool(compiled.mj.nwrap) and bool((compiled.mj.wrap_type == mujoco.mjtWrap.mjWRAP_SITE).any())
+    builder.add_mjcf(source, parse_mujoco_options=False, parse_visuals=False, parse_sites=sites,
+                     convert_mjc_equality_constraints=False, path_resolver=resolver)
     return builder
 
 
@@ -458,6 +462,8 @@ def _set_solref(nm, m, shape_geom) -> None:
     nothing (the importer's values are the compiled ones)."""
     from newton._src.solvers.mujoco.constants import SOLREF_MODE_RAW
 
+    if not (np.asarray(shape_geom) >= 0).any():  # nothing collides (a contact-free arm): no solref to set
+        return
     attrs = getattr(nm, "mujoco", None)
     if attrs is None or getattr(attrs, "solref", None) is None or getattr(attrs, "solref_mode", None) is None:
         raise CrossSimError("newton: this Newton has no model.mujoco.solref; contact softness cannot reach SolverMuJoCo")
