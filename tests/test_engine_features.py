@@ -512,3 +512,43 @@ def test_newtons_own_solvers_refuse_tendons_and_equalities(tmp_path, engine, cas
     solver = engine.removeprefix("newton-")
     label = "tendon 't'" if case.startswith("tendon") else "equality constraint 'e'"
     assert text.startswith(f"newton ({solver}) cannot build {label} (") and "run solver mujoco-warp" in text, text
+
+
+# -- PhysX's convex hull of a mesh ---------------------------------------------------------------
+def _ball_mesh_scene(tmp_path: Path, name: str, vertices: int, radius: float) -> Path:
+    """A ball made of a mesh of ``vertices`` points spread evenly over a sphere (all on its hull),
+    dropped from 1 cm onto the floor."""
+    k = np.arange(vertices) + 0.5
+    phi, theta = np.arccos(1 - 2 * k / vertices), np.pi * (1 + 5 ** 0.5) * k
+    v = radius * np.stack([np.cos(theta) * np.sin(phi), np.sin(theta) * np.sin(phi), np.cos(phi)], 1)
+    xml = (f'<mujoco><option timestep="0.002"/><asset><mesh name="ball" vertex="{" ".join(f"{x:.6f}" for x in v.ravel())}"/>'
+           f'</asset><worldbody><geom name="floor" type="plane" size="5 5 0.1"/><body name="b" pos="0 0 {radius + 0.01}">'
+           '<freejoint/><geom name="ball_geom" type="mesh" mesh="ball" mass="1"/></body></worldbody></mujoco>')
+    return _scene(tmp_path, name, xml)
+
+
+def test_physx_refuses_a_mesh_whose_cooked_hull_is_off_mujocos():
+    """2,000 hull vertices on a 0.1 m sphere: PhysX's cooking keeps 129 and its hull lies 3.3 mm
+    inside MuJoCo's (over settings.hull_tolerance, 2 mm). Old physx built it and the ball rested
+    lower than MuJoCo's without a word."""
+    import tempfile
+
+    path = _ball_mesh_scene(Path(tempfile.mkdtemp()), "dense_ball", 2000, 0.1)
+    text = _refused("physx", path)
+    assert text.startswith("physx cannot build mesh collision geom 'ball_geom' (mesh ball, a hull of 2000 vertices in "
+                           "MuJoCo) in dense_ball.xml: PhysX's cooking keeps 129 of them (255 at most), 3.3 mm off"), text
+
+
+def test_physx_builds_a_mesh_its_cooking_keeps_and_it_rests_as_in_mujoco(tmp_path):
+    """100 hull vertices: PhysX keeps them; the ball rests at MuJoCo's height (0.1953 m) within 0.5 mm."""
+    path = _ball_mesh_scene(tmp_path, "ball", 100, 0.2)
+    got, ref = _run("physx", path, steps=300), _run("mujoco", path, steps=300)
+    assert abs(got[-1, 1] - ref[-1, 1]) < 5e-4, (got[-1], ref[-1])
+
+
+def test_hull_gap_measures_both_ways():
+    from crosssim.engines.physx_hull import hull_gap
+
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    assert hull_gap(cube, 0.9 * cube) == pytest.approx((0.1, 0.0))
+    assert hull_gap(cube, 1.2 * cube) == pytest.approx((0.0, 0.2))

@@ -42,7 +42,8 @@ from crosssim.engines.features import Use, refuse_unbuilt
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.physx_base import SlideBallBase, from_root, slide_ball_base, to_root
 from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, physx_joints, refuse_unsupported, to_pose
-from crosssim.engines.settings import EngineProfile, PhysXSettings
+from crosssim.engines.physx_hull import refuse_loose_hulls
+from crosssim.engines.settings import EngineProfile, PhysXSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
 from crosssim.scene import CanonicalModel
@@ -104,6 +105,7 @@ class EnginePhysX(EngineBase):
         base = slide_ball_base(m, c, compiled.scene.name)  # or one line why this ball joint is not built
         mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-physx-"))  # meshes as .obj, written once per model
         try:
+            refuse_loose_hulls(m, compiled.scene, mesh_dir, settings_of(profile, PhysXSettings).hull_tolerance)
             world, qindex, floor_mu, body_mu = build_world(m, profile, mesh_dir)
         except BaseException:
             shutil.rmtree(mesh_dir, ignore_errors=True)

@@ -68,6 +68,10 @@ class PhysXSettings(EngineSettings):
     """Distance [m] at which PhysX starts generating contacts."""
     rest_offset: Number = 0.0
     """Distance [m] at which two shapes come to rest."""
+    hull_tolerance: Number = Field(0.002, ge=0)
+    """Largest distance [m] PhysX's cooked convex hull of a mesh (at most 255 vertices) may lie from
+    MuJoCo's hull of all its vertices; a mesh beyond it refuses the column (crosssim.engines.physx_hull).
+    The Unitree G1's hulls are 0.6-1.7 mm off."""
 
     @field_validator("solver", mode="before")
     @classmethod
