@@ -99,10 +99,11 @@ def rows(policy: bool) -> list[tuple]:
             patched(mapping)
             rest, drop = box_case("pybullet", solimp, 0.02, 300), box_case("pybullet", solimp, 0.3, 400)
             land = int(np.argmax(drop < 0.021))
-            out.append((f"box solimp {solimp}", label, f"rest sinks {(0.02 - rest[-1]) * 1e3:.3f} mm "
-                        f"(mujoco {(0.02 - ref_rest[-1]) * 1e3:.3f})", f"drop: deepest {(0.02 - drop.min()) * 1e3:.2f} mm "
-                        f"(mujoco {(0.02 - ref_drop.min()) * 1e3:.2f}), rebound {(drop[land:].max() - 0.02) * 1e3:.2f} mm "
-                        f"(mujoco {(ref_drop[land:].max() - 0.02) * 1e3:.2f})"))
+            mm = lambda x: f"{x * 1e3:.3f}"  # noqa: E731
+            out.append((f"box solimp {solimp}", label,
+                        f"rest sinks {mm(0.02 - rest[-1])} mm (mujoco {mm(0.02 - ref_rest[-1])})",
+                        f"drop: deepest {mm(0.02 - drop.min())} mm (mujoco {mm(0.02 - ref_drop.min())}), "
+                        f"rebound {mm(drop[land:].max() - 0.02)} mm (mujoco {mm(ref_drop[land:].max() - 0.02)})"))
     for label, mapping in MAPPINGS:
         patched(mapping)
         joints, height = _crouch_errors("pybullet")

@@ -10,9 +10,10 @@ refuses the column, naming the feature, the element and the engine. Elements are
 canonical model names them (crosssim.scene.element_name), unnamed ones included.
 
 What counts as a contact here is what PyBullet and PhysX build: a robot geom against a world geom
-(contype/conaffinity bits or an explicit pair). Self-collision (two robot bodies whose geoms'
-bits let them touch) is listed per body pair, after MuJoCo's body filter (``body_filtered``). MuJoCo combines two geoms' parameters by their
-``priority``, else condim and friction by the max; an explicit pair states its own.
+(contype/conaffinity bits or an explicit pair). MuJoCo combines two geoms' parameters by their
+``priority``, else condim and friction by the max; an explicit pair states its own. Self-collision
+(two robot bodies whose geoms' bits meet) is listed per body pair, after MuJoCo's body filter
+(``body_filtered``).
 """
 
 from __future__ import annotations

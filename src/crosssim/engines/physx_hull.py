@@ -3,8 +3,7 @@
 MuJoCo collides a mesh as the convex hull of all its vertices (qhull, any vertex count). PhysX
 cooks a hull of at most 255 vertices and SAPIEN 3.0.3 cooks fewer still (at most 136 measured; on
 the Unitree G1 a hull of 129 vertices became 34, one of 5,583 became 129), so a cooked hull is a
-simplification. A
-simplification is faithful here when no point of either hull lies farther than the profile's
+simplification. It is faithful here when no point of either hull lies farther than the profile's
 ``hull_tolerance`` outside the other; beyond it the column is refused in one line naming the geom
 (crosssim.engines.physx.load), never run on a silently smaller or larger robot.
 """
