@@ -309,7 +309,7 @@ ARMS = """<mujoco><option timestep="0.002"/><worldbody>
 1.2 rad to the left and swings through vertical into arm b: in MuJoCo it stops at -0.51 rad and
 knocks b to -0.48 rad; passing through, it reaches -1.2 rad."""
 HINGE_B = '<joint name="hb" type="hinge" axis="0 1 0"/>'
-SELF_ENGINES = ENGINES + ("newton-featherstone",)
+SELF_ENGINES = ENGINES + ("newton-featherstone", "newton-xpbd")
 
 
 def _arms(engine: str, path: Path) -> np.ndarray:
@@ -331,7 +331,8 @@ def _arms(engine: str, path: Path) -> np.ndarray:
 @pytest.mark.parametrize("engine", SELF_ENGINES)
 def test_two_arms_of_one_robot_collide(tmp_path, engine):
     """Arm a is stopped by arm b and knocks it aside (MuJoCo -0.51 / -0.48 rad, pybullet -0.56,
-    physx -0.63 / -0.51, newton-featherstone's penalty contact -0.35 / -2.1). Old pybullet built
+    physx -0.63 / -0.51, newton-featherstone's penalty contact -0.35 / -2.1, newton-xpbd -0.51 /
+    -0.33). Old pybullet built
     the multibody without self-collision: a swung through b to -1.2 rad and b never moved."""
     got = _arms(engine, _scene(tmp_path, "arms", ARMS.format(ga="", hb=HINGE_B)))
     assert got[:, 0].min() > -0.7 and got[:, 1].min() < -0.3, got.min(0)
@@ -347,8 +348,8 @@ def test_arms_whose_bits_do_not_meet_pass_through(tmp_path, engine):
 @pytest.mark.parametrize("engine", SELF_ENGINES)
 def test_an_arm_passes_through_a_body_welded_to_its_parent(tmp_path, engine):
     """Arm b without a joint is welded to the hub, arm a's parent: MuJoCo's filterparent keeps
-    them apart (crosssim.engines.features.body_filtered). Old physx and newton-featherstone
-    collided them (a stopped at -0.36 rad): their articulations filter adjacent links only."""
+    them apart (crosssim.engines.features.body_filtered). Old physx, newton-featherstone and
+    newton-xpbd collided them (a stopped at -0.36 rad): they filter adjacent links only."""
     got = _arms(engine, _scene(tmp_path, "arms_weld", ARMS.format(ga="", hb="")))
     assert got[:, 0].min() < -1.1, got.min(0)
 
