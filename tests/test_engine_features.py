@@ -8,7 +8,15 @@ pair and exclude cases in pybullet and physx (the box fell through the floor / r
 the height field in pybullet and physx (refused as "geom type 1 ... not supported"), frictionless
 condim 1 in pybullet and physx (the box stopped), tendon, equality, ellipsoid, condim 4 and
 friction-variant refusals in pybullet (built without a word; physx too for the last three), the
-unnamed base in physx (``KeyError: None``)."""
+unnamed base in physx (``KeyError: None``).
+
+Shown failing on f124364 (this branch's base, src exported beside it) for the second part: two arms
+of one robot passing through each other in pybullet; an arm colliding with a body welded to its
+parent in physx, newton-featherstone and newton-xpbd; the self-collision refusals (partial bits,
+a body and its parent) in pybullet, physx and newton-mujoco-warp; every sensor test (camera frame
+sensors read zeros, the other kinds were refused; the refusal's wording changed); Newton's
+tendon and equality cases in newton-mujoco-warp (a spatial tendon 1.7 rad off, a connect and a weld
+dying at load, every contact-free scene dying on the missing solref); the PhysX hull refusal."""
 
 from __future__ import annotations
 
