@@ -8,7 +8,15 @@ pair and exclude cases in pybullet and physx (the box fell through the floor / r
 the height field in pybullet and physx (refused as "geom type 1 ... not supported"), frictionless
 condim 1 in pybullet and physx (the box stopped), tendon, equality, ellipsoid, condim 4 and
 friction-variant refusals in pybullet (built without a word; physx too for the last three), the
-unnamed base in physx (``KeyError: None``)."""
+unnamed base in physx (``KeyError: None``).
+
+Shown failing on f124364 (this branch's base, src exported beside it) for the second part: two arms
+of one robot passing through each other in pybullet; an arm colliding with a body welded to its
+parent in physx, newton-featherstone and newton-xpbd; the self-collision refusals (partial bits,
+a body and its parent) in pybullet, physx and newton-mujoco-warp; every sensor test (camera frame
+sensors read zeros, the other kinds were refused; the refusal's wording changed); Newton's
+tendon and equality cases in newton-mujoco-warp (a spatial tendon 1.7 rad off, a connect and a weld
+dying at load, every contact-free scene dying on the missing solref); the PhysX hull refusal."""
 
 from __future__ import annotations
 
@@ -295,3 +303,261 @@ def test_pair_only_hopper_returns_what_the_ordinary_scene_returns(tmp_path, engi
     _open(engine, _scene(tmp_path, "probe", PAIR))  # skips where the engine is not installed
     ordinary, pairs = _returns(engine, card, None, 3), _returns(engine, card, pair_only_hopper(tmp_path), 3)
     assert abs(pairs.mean() - ordinary.mean()) <= 0.1 * ordinary.mean(), (ordinary, pairs)
+
+
+# -- self-collision ------------------------------------------------------------------------------
+ARMS = """<mujoco><option timestep="0.002"/><worldbody>
+<body name="hub" pos="0 0 1"><joint name="hub_y" type="slide" axis="0 1 0"/>
+<geom name="hub_geom" type="box" size="0.2 0.05 0.05" mass="5" contype="0" conaffinity="0"/>
+<body name="a" pos="-0.1 0 0"><joint name="ha" type="hinge" axis="0 1 0"/>
+<geom name="ga" type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1" {ga}/></body>
+<body name="b" pos="0.1 0 0">{hb}<geom name="gb" type="capsule" fromto="0 0 0 0 0 -0.4" size="0.03" mass="1"/></body>
+</body></worldbody></mujoco>"""
+"""One robot: two arms hanging from a hub (on a slide no force acts along). Arm a starts lifted
+1.2 rad to the left and swings through vertical into arm b: in MuJoCo it stops at -0.51 rad and
+knocks b to -0.48 rad; passing through, it reaches -1.2 rad."""
+HINGE_B = '<joint name="hb" type="hinge" axis="0 1 0"/>'
+SELF_ENGINES = ENGINES + ("newton-featherstone", "newton-xpbd")
+
+
+def _arms(engine: str, path: Path) -> np.ndarray:
+    """Angles of arms a and b over 0.6 s, arm a released at 1.2 rad, zero torques."""
+    e, model = _open(engine, path)
+    c = canonical_model(path)
+    qpos = c.qpos0.copy()
+    qpos[c.joint_qposadr[1]] = 1.2
+    state, out = e.reset(model, InitialState(qpos, np.zeros(c.nv))), []
+    try:
+        for _ in range(300):
+            e.step(model, state, np.zeros(c.joint_count), 1)
+            out.append(e.joint_state(model, state)[0][c.joint_qposadr[1:]])
+    finally:
+        e.close(model)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("engine", SELF_ENGINES)
+def test_two_arms_of_one_robot_collide(tmp_path, engine):
+    """Arm a is stopped by arm b and knocks it aside (MuJoCo -0.51 / -0.48 rad, pybullet -0.56,
+    physx -0.63 / -0.51, newton-featherstone's penalty contact -0.35 / -2.1, newton-xpbd -0.51 /
+    -0.33). Old pybullet built
+    the multibody without self-collision: a swung through b to -1.2 rad and b never moved."""
+    got = _arms(engine, _scene(tmp_path, "arms", ARMS.format(ga="", hb=HINGE_B)))
+    assert got[:, 0].min() > -0.7 and got[:, 1].min() < -0.3, got.min(0)
+
+
+@pytest.mark.parametrize("engine", SELF_ENGINES)
+def test_arms_whose_bits_do_not_meet_pass_through(tmp_path, engine):
+    """contype/conaffinity 2 against 1: MuJoCo never lets the arms touch; every engine alike."""
+    got = _arms(engine, _scene(tmp_path, "arms_bits", ARMS.format(ga='contype="2" conaffinity="2"', hb=HINGE_B)))
+    assert got[:, 0].min() < -1.1, got.min(0)
+
+
+@pytest.mark.parametrize("engine", SELF_ENGINES)
+def test_an_arm_passes_through_a_body_welded_to_its_parent(tmp_path, engine):
+    """Arm b without a joint is welded to the hub, arm a's parent: MuJoCo's filterparent keeps
+    them apart (crosssim.engines.features.body_filtered). Old physx, newton-featherstone and
+    newton-xpbd collided them (a stopped at -0.36 rad): they filter adjacent links only."""
+    got = _arms(engine, _scene(tmp_path, "arms_weld", ARMS.format(ga="", hb="")))
+    assert got[:, 0].min() < -1.1, got.min(0)
+
+
+def test_self_collision_per_link_refused_where_only_some_geoms_touch(tmp_path):
+    """Arm a with a second geom whose bits meet nothing of b's: Bullet filters per link pair."""
+    xml = ARMS.format(ga='/><geom name="ga2" type="sphere" size="0.05" pos="0 0 -0.2" contype="2" conaffinity="2"',
+                      hb=HINGE_B)
+    text = _refused("pybullet", _scene(tmp_path, "arms_partial", xml))
+    assert text.startswith("pybullet cannot build self-collision of some geoms of the bodies 'a, b' (1 of 2 geom "
+                           "pairs may touch: ga-gb) in arms_partial.xml: Bullet filters"), text
+    assert _arms("physx", _scene(tmp_path, "arms_partial", xml))[:, 0].min() > -0.7  # per shape in PhysX
+
+
+@pytest.mark.parametrize("engine", ["pybullet", "physx", "newton-mujoco-warp"])
+def test_a_body_colliding_with_its_parent_is_refused(tmp_path, engine):
+    """<flag filterparent="disable"/>: MuJoCo collides arm a with the hub (given bits); every
+    other engine's articulation filters a link and its parent link."""
+    xml = ARMS.format(ga="", hb=HINGE_B).replace('contype="0" conaffinity="0"', "").replace(
+        '<option timestep="0.002"/>', '<option timestep="0.002"><flag filterparent="disable"/></option>')
+    text = _refused(engine, _scene(tmp_path, "arms_parent", xml))
+    assert "cannot build self-collision of a body with its parent, 'hub, a' (" in text, text
+
+
+# -- sensors the card's terms read ---------------------------------------------------------------
+SENSED = """<mujoco><option timestep="0.002"/><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+<camera name="world_cam" pos="0 -2 1" xyaxes="1 0 0 0 1 1"/>
+<body name="base" pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.1 0.05" mass="2"/><site name="imu" pos="0.05 0 0"/>
+<camera name="head" pos="0.1 0 0.02"/><camera name="follow" mode="trackcom" pos="0 -1 0.3"/>
+<body name="leg" pos="0 0 -0.05"><joint name="hip" type="hinge" axis="0 1 0" damping="0.1"/>
+<geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02" mass="0.3"/><site name="foot" pos="0 0 -0.22" zaxis="0 0 -1"/>
+</body></body></worldbody>
+<tendon><fixed name="hip_tendon"><joint joint="hip" coef="2"/></fixed></tendon>
+<actuator><motor name="hip_motor" joint="hip" gear="3"/></actuator>
+<sensor><framepos objtype="camera" objname="head"/><framequat name="head_quat" objtype="camera" objname="head"/>
+<framepos name="follow_pos" objtype="camera" objname="follow"/><framexaxis name="follow_x" objtype="camera" objname="follow"/>
+<framepos name="foot_in_cam" objtype="site" objname="foot" reftype="camera" refname="world_cam"/>
+<framelinvel name="head_vel" objtype="camera" objname="head"/><gyro name="gyro" site="imu"/>
+<velocimeter name="vel" site="imu"/><jointpos name="hip_pos" joint="hip"/><jointvel name="hip_vel" joint="hip"/>
+<subtreecom name="com" body="base"/><subtreelinvel name="com_vel" body="base"/><subtreeangmom name="momentum" body="base"/>
+<tendonpos name="tendon_len" tendon="hip_tendon"/><tendonvel name="tendon_vel" tendon="hip_tendon"/>
+<actuatorpos name="motor_pos" actuator="hip_motor"/><actuatorvel name="motor_vel" actuator="hip_motor"/>
+<magnetometer name="compass" site="imu"/><rangefinder name="range" site="foot"/><clock name="clock"/>
+</sensor></mujoco>"""
+"""Every sensor kind crosssim reads from state (crosssim.sensors.SUPPORTED) but ball joints' (in
+test_ball_sensors_read_as_mujoco_reads_them): camera frames, tendons and actuators among them."""
+
+
+def _sensor_gaps(engine: str, path: Path) -> dict[str, float]:
+    """Each sensor read from ``engine``'s frame after 0.2 s of random torques, against mj_forward's
+    sensordata at that frame's state and time: {sensor: largest difference}."""
+    import mujoco
+
+    from crosssim.sensors import SensorReader
+
+    reader = SensorReader(path)
+    for name in reader.types:
+        reader.check(name, path.name)  # what the harness does with a card's sensor: terms
+    e, model = _open(engine, path)
+    c, rng = canonical_model(path), np.random.default_rng(0)
+    state = e.reset(model, InitialState(c.qpos0.copy(), rng.normal(0, 0.5, c.nv)))
+    try:
+        for _ in range(100):
+            e.step(model, state, rng.normal(0, 1, c.joint_count), 1)
+        frame = e.frame(model, state)
+    finally:
+        e.close(model)
+    m = reader.m
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.time = frame.qpos, frame.qvel, frame.time
+    mujoco.mj_forward(m, d)
+    assert frame.time > 0.19 and np.abs(frame.qvel).max() > 0.01  # the engine's own state, moved
+    return {name: float(np.abs(reader.read(name, frame) - d.sensordata[m.sensor_adr[s]:m.sensor_adr[s] + m.sensor_dim[s]]).max())
+            for name, (s, _) in reader.types.items()}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sensors_read_from_each_engines_state_as_mujoco_reads_them(tmp_path, engine):
+    """Old code read a camera's frame sensors as zeros (no mj_camlight: 0.14-2 m off) and refused
+    tendon and actuator sensors, subtree, magnetometer, rangefinder and clock sensors."""
+    gaps = _sensor_gaps(engine, _scene(tmp_path, "sensed", SENSED))
+    assert "sensor_0" in gaps and max(gaps.values()) < 1e-9, gaps  # unnamed: named as everywhere
+
+
+def test_ball_sensors_read_as_mujoco_reads_them(tmp_path):
+    """A base of three slides and a ball (the only ball joints crosssim builds): ballquat and
+    ballangvel of the ball, in every column that builds the base (physx as its floating root)."""
+    xml = UNNAMED.replace('<joint type="ball"/>', '<joint name="ball" type="ball"/>').replace("</body></body></worldbody>", '<site name="tip" pos="0 0 -0.15"/></body></body></worldbody>'
+                          ).replace("</mujoco>", '<sensor><ballquat name="q" joint="ball"/><ballangvel name="w" '
+                                    'joint="ball"/><framepos name="tip" objtype="site" objname="tip"/></sensor></mujoco>')
+    for engine in ENGINES:
+        gaps = _sensor_gaps(engine, _scene(tmp_path, f"ball_sensed_{engine}", xml))
+        assert max(gaps.values()) < 1e-9, (engine, gaps)
+
+
+@pytest.mark.parametrize("kind", ["accelerometer", "touch", "force"])
+def test_a_sensor_no_engine_computes_from_state_is_refused_in_one_line(tmp_path, kind):
+    from crosssim.errors import CardError
+    from crosssim.sensors import SensorReader
+
+    path = _scene(tmp_path, kind, SENSED.replace("<clock name=\"clock\"/>", f'<{kind} name="probe" site="foot"/>'))
+    with pytest.raises(CardError) as err:
+        SensorReader(path).check("probe", "card.yaml")
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(f"card.yaml: observation term sensor:probe is a {kind} sensor, "
+                                                "which needs accelerations or constraint or contact forces"), text
+
+
+# -- Newton: tendons and equality constraints, per solver column ---------------------------------
+LINKS = """<mujoco><option timestep="0.002"/><worldbody><site name="top" pos="0.6 0 1.5"/>
+<body name="a" pos="0 0 1"><joint name="h" type="hinge" axis="0 1 0" damping="0.05"/>
+<geom name="ga" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1" contype="0" conaffinity="0"/>
+<body name="b" pos="0.3 0 0"><joint name="h2" type="hinge" axis="0 1 0"/>
+<geom name="gb" type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1" contype="0" conaffinity="0"/>
+<site name="tip" pos="0.3 0 0"/></body></body>
+<body name="c" pos="0.5 0 1.2"><joint name="hc" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.5" contype="0" conaffinity="0"/></body>
+</worldbody>{extra}</mujoco>"""
+"""A two-link arm falling from horizontal and a third link beside it, no contacts; each case adds
+one tendon or equality constraint that MuJoCo simulates."""
+COUPLED = {
+    "tendon_spring": '<tendon><fixed name="t" stiffness="5" damping="0.5"><joint joint="h" coef="1"/>'
+                     '<joint joint="h2" coef="1"/></fixed></tendon>',
+    "tendon_limit": '<tendon><fixed name="t" limited="true" range="-0.3 0.3"><joint joint="h" coef="1"/>'
+                    '<joint joint="h2" coef="-1"/></fixed></tendon>',
+    "tendon_spatial": '<tendon><spatial name="t" stiffness="20"><site site="tip"/><site site="top"/></spatial></tendon>',
+    "equality_joint": '<equality><joint name="e" joint1="h2" joint2="h" polycoef="0 -0.5 0 0 0"/></equality>',
+    "equality_connect": '<equality><connect name="e" body1="b" body2="c" anchor="0.3 0 0"/></equality>',
+    "equality_weld": '<equality><weld name="e" body1="c" body2="b"/></equality>',
+}
+
+
+def _joint_path(engine: str, path: Path) -> np.ndarray:
+    e, model = _open(engine, path)
+    c = canonical_model(path)
+    state, out = e.reset(model, InitialState(c.qpos0.copy(), np.zeros(c.nv))), []
+    try:
+        for _ in range(250):
+            e.step(model, state, np.zeros(c.joint_count), 1)
+            out.append(e.joint_state(model, state)[0][c.joint_qposadr])
+    finally:
+        e.close(model)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("case", list(COUPLED))
+def test_newton_mujoco_warp_builds_tendons_and_equalities_as_mujoco(tmp_path, case):
+    """0.5 s against MuJoCo, worst joint: 0 rad for every case but the connect (3.4e-3 rad, float32).
+    Old code: the spatial tendon was built without its sites (1.7 rad off, no word), the connect
+    and the weld became Newton loop joints and the load died on "body ... has 2 parent joints"; and
+    before that every case died on "no model.mujoco.solref" (nothing in the scene collides)."""
+    path = _scene(tmp_path, case, LINKS.format(extra=COUPLED[case]))
+    gap = np.abs(_joint_path("newton-mujoco-warp", path) - _joint_path("mujoco", path)).max()
+    assert gap < 0.01, gap
+
+
+@pytest.mark.parametrize("engine", ["newton-featherstone", "newton-xpbd"])
+@pytest.mark.parametrize("case", list(COUPLED))
+def test_newtons_own_solvers_refuse_tendons_and_equalities(tmp_path, engine, case):
+    text = _refused(engine, _scene(tmp_path, case, LINKS.format(extra=COUPLED[case])))
+    solver = engine.removeprefix("newton-")
+    label = "tendon 't'" if case.startswith("tendon") else "equality constraint 'e'"
+    assert text.startswith(f"newton ({solver}) cannot build {label} (") and "run solver mujoco-warp" in text, text
+
+
+# -- PhysX's convex hull of a mesh ---------------------------------------------------------------
+def _ball_mesh_scene(tmp_path: Path, name: str, vertices: int, radius: float) -> Path:
+    """A ball made of a mesh of ``vertices`` points spread evenly over a sphere (all on its hull),
+    dropped from 1 cm onto the floor."""
+    k = np.arange(vertices) + 0.5
+    phi, theta = np.arccos(1 - 2 * k / vertices), np.pi * (1 + 5 ** 0.5) * k
+    v = radius * np.stack([np.cos(theta) * np.sin(phi), np.sin(theta) * np.sin(phi), np.cos(phi)], 1)
+    xml = (f'<mujoco><option timestep="0.002"/><asset><mesh name="ball" vertex="{" ".join(f"{x:.6f}" for x in v.ravel())}"/>'
+           f'</asset><worldbody><geom name="floor" type="plane" size="5 5 0.1"/><body name="b" pos="0 0 {radius + 0.01}">'
+           '<freejoint/><geom name="ball_geom" type="mesh" mesh="ball" mass="1"/></body></worldbody></mujoco>')
+    return _scene(tmp_path, name, xml)
+
+
+def test_physx_refuses_a_mesh_whose_cooked_hull_is_off_mujocos():
+    """2,000 hull vertices on a 0.1 m sphere: PhysX's cooking keeps 129 and its hull lies 3.3 mm
+    inside MuJoCo's (over settings.hull_tolerance, 2 mm). Old physx built it and the ball rested
+    lower than MuJoCo's without a word."""
+    import tempfile
+
+    path = _ball_mesh_scene(Path(tempfile.mkdtemp()), "dense_ball", 2000, 0.1)
+    text = _refused("physx", path)
+    assert text.startswith("physx cannot build mesh collision geom 'ball_geom' (mesh ball, a hull of 2000 vertices in "
+                           "MuJoCo) in dense_ball.xml: PhysX's cooking keeps 129 of them (255 at most), 3.3 mm off"), text
+
+
+def test_physx_builds_a_mesh_its_cooking_keeps_and_it_rests_as_in_mujoco(tmp_path):
+    """100 hull vertices: PhysX keeps them; the ball rests at MuJoCo's height (0.1953 m) within 0.5 mm."""
+    path = _ball_mesh_scene(tmp_path, "ball", 100, 0.2)
+    got, ref = _run("physx", path, steps=300), _run("mujoco", path, steps=300)
+    assert abs(got[-1, 1] - ref[-1, 1]) < 5e-4, (got[-1], ref[-1])
+
+
+def test_hull_gap_measures_both_ways():
+    from crosssim.engines.physx_hull import hull_gap
+
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    assert hull_gap(cube, 0.9 * cube) == pytest.approx((0.1, 0.0))
+    assert hull_gap(cube, 1.2 * cube) == pytest.approx((0.0, 0.2))

@@ -2,8 +2,11 @@
 
 A sensor reading is a function of the state (positions and velocities), so it can be evaluated
 for every engine the same way: put the engine's canonical qpos/qvel into a scratch MjData, run
-MuJoCo's kinematics and read the sensor as MuJoCo defines it. Sensors that need accelerations or
-contact forces (accelerometer, touch, force) are refused with a message.
+MuJoCo's position and velocity stages that sensors read (kinematics, com, cameras, tendons,
+transmissions) and read the sensor as MuJoCo defines it; every engine column thus builds the same
+sensor from its own state. Sensors that need accelerations, constraint or contact forces
+(accelerometer, touch, force, limit and actuator forces) are refused in one line: each engine
+computes those its own way, and no column reads them.
 """
 
 from __future__ import annotations
@@ -14,10 +17,15 @@ import numpy as np
 
 from crosssim.errors import CardError
 from crosssim.frame import SimFrame
-from crosssim.scene import load_mujoco_model
+from crosssim.scene import element_name, load_mujoco_model
 
 SUPPORTED = ("gyro", "velocimeter", "framepos", "framequat", "framexaxis", "frameyaxis", "framezaxis",
-             "framelinvel", "frameangvel", "jointpos", "jointvel")
+             "framelinvel", "frameangvel", "jointpos", "jointvel", "ballquat", "ballangvel", "subtreecom",
+             "subtreelinvel", "subtreeangmom", "tendonpos", "tendonvel", "actuatorpos", "actuatorvel",
+             "magnetometer", "rangefinder", "clock")
+"""Sensor kinds MuJoCo computes from positions, velocities and time alone (mj_sensorPos/Vel after
+the stages ``SensorReader.read`` runs); tests/test_engine_features.py checks each against
+``mj_forward`` at every engine column's state."""
 
 
 class SensorReader:
@@ -31,7 +39,7 @@ class SensorReader:
         self._time = None
         self.types = {}
         for s in range(self.m.nsensor):
-            name = mujoco.mj_id2name(self.m, mujoco.mjtObj.mjOBJ_SENSOR, s)
+            name = element_name(self.m, mujoco.mjtObj.mjOBJ_SENSOR, s)
             kind = mujoco.mjtSensor(int(self.m.sensor_type[s])).name.removeprefix("mjSENS_").lower()
             self.types[name] = (s, kind)
 
@@ -42,15 +50,19 @@ class SensorReader:
         kind = self.types[name][1]
         if kind not in SUPPORTED:
             raise CardError(f"{where}: observation term sensor:{name} is a {kind} sensor, which needs accelerations "
-                            f"or contact forces; crosssim computes sensors from state only: {', '.join(SUPPORTED)}")
+                            "or constraint or contact forces that each engine computes its own way, so no engine column "
+                            f"reads it; crosssim computes sensors from each engine's state: {', '.join(SUPPORTED)}")
 
     def read(self, name: str, frame: SimFrame) -> np.ndarray:
         mujoco, m, d = self._mj, self.m, self.d
         if self._time is not frame:
-            d.qpos[:], d.qvel[:] = frame.qpos, frame.qvel
-            mujoco.mj_kinematics(m, d)
-            mujoco.mj_comPos(m, d)
-            mujoco.mj_comVel(m, d)
+            d.qpos[:], d.qvel[:], d.time = frame.qpos, frame.qvel, frame.time
+            # What mj_sensorPos/Vel read: without mj_camlight a camera's frame read zeros, without
+            # mj_tendon / mj_transmission / mj_fwdVelocity tendon and actuator lengths and velocities
+            # did (tests/test_engine_features.py). No collision, no constraint: nothing of it is read.
+            for stage in (mujoco.mj_kinematics, mujoco.mj_comPos, mujoco.mj_camlight, mujoco.mj_tendon,
+                          mujoco.mj_transmission, mujoco.mj_fwdVelocity):
+                stage(m, d)
             mujoco.mj_sensorPos(m, d)
             mujoco.mj_sensorVel(m, d)
             self._time = frame

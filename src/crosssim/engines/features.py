@@ -11,7 +11,9 @@ canonical model names them (crosssim.scene.element_name), unnamed ones included.
 
 What counts as a contact here is what PyBullet and PhysX build: a robot geom against a world geom
 (contype/conaffinity bits or an explicit pair). MuJoCo combines two geoms' parameters by their
-``priority``, else condim and friction by the max; an explicit pair states its own.
+``priority``, else condim and friction by the max; an explicit pair states its own. Self-collision
+(two robot bodies whose geoms' bits meet) is listed per body pair, after MuJoCo's body filter
+(``body_filtered``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ LABELS = {
     "condim": "torsional or rolling friction (condim 4 or 6) of geom",
     "frictionless": "frictionless contact (condim 1) of geom",
     "friction": "friction of the contacts of body",
+    "self": "self-collision of the bodies",
+    "self_partial": "self-collision of some geoms of the bodies",
+    "self_parent": "self-collision of a body with its parent,",
 }
 """Feature -> how the refusal names it, before the element's name."""
 
@@ -97,6 +102,7 @@ def inventory(m) -> list[Use]:
             seen.add(h)
             out.append(Use("frictionless" if condim == 1 else "condim", element_name(m, OBJ.mjOBJ_GEOM, h),
                            f"condim {condim} against object {element_name(m, OBJ.mjOBJ_GEOM, g)}", world=False))
+    out += _self_uses(m)
     return out
 
 
@@ -172,6 +178,60 @@ def _contact_uses(m) -> list[Use]:
         if len(mus) > 1:
             out.append(Use("friction", element_name(m, OBJ.mjOBJ_BODY, b),
                            f"sliding friction {', '.join(f'{x:g}' for x in sorted(mus))} against the world"))
+    return out
+
+
+def bits_touch(m, g1: int, g2: int) -> bool:
+    """MuJoCo's dynamic filter: two geoms may touch when either's contype meets the other's conaffinity."""
+    return bool((m.geom_contype[g1] & m.geom_conaffinity[g2]) or (m.geom_contype[g2] & m.geom_conaffinity[g1]))
+
+
+def body_filtered(m, b1: int, b2: int) -> bool:
+    """Whether MuJoCo never collides bodies ``b1`` and ``b2``, whatever their geoms' bits: the same
+    weld body (a body without joints is welded to its parent), a weld body and its weld parent
+    unless the filterparent flag is off or either is the world (engine_collision_driver.c,
+    filterBodyPair), or an ``<exclude>`` of the two."""
+    w1, w2 = int(m.body_weldid[b1]), int(m.body_weldid[b2])
+    if w1 == w2:
+        return True
+    parent_on = not m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+    weld_parent = lambda w: int(m.body_weldid[m.body_parentid[w]])  # noqa: E731
+    if parent_on and w1 and w2 and (w1 == weld_parent(w2) or w2 == weld_parent(w1)):
+        return True
+    return ((min(b1, b2) << 16) + max(b1, b2)) in {int(x) for x in m.exclude_signature[:m.nexclude]}
+
+
+def geoms_of(m, b: int) -> list[int]:
+    """Body ``b``'s geoms whose bits let them touch anything."""
+    return [g for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b])
+            if m.geom_contype[g] or m.geom_conaffinity[g]]
+
+
+def self_contacts(m) -> list[tuple[int, int, list[tuple[int, int]], int]]:
+    """Robot body pairs MuJoCo lets touch through their geoms' bits: (b1, b2, geom pairs that may
+    touch, geom pairs of the two bodies' colliding geoms), b1 < b2, neither the world."""
+    out = []
+    for b1 in range(1, m.nbody):
+        for b2 in range(b1 + 1, m.nbody):
+            pairs = [(g1, g2) for g1 in geoms_of(m, b1) for g2 in geoms_of(m, b2)]
+            touch = [p for p in pairs if bits_touch(m, *p)]
+            if touch and not body_filtered(m, b1, b2):
+                out.append((b1, b2, touch, len(pairs)))
+    return out
+
+
+def _self_uses(m) -> list[Use]:
+    """One use per robot body pair MuJoCo collides: ``self_parent`` where one is the other's parent
+    (filterparent off: every other engine's articulation filters parent and child), else
+    ``self_partial`` where only some of their geoms may touch, else ``self``."""
+    out = []
+    for b1, b2, touch, total in self_contacts(m):
+        parent = m.body_parentid[b2] == b1 or m.body_parentid[b1] == b2
+        feature = "self_parent" if parent else "self" if len(touch) == total else "self_partial"
+        geoms = ", ".join(f"{element_name(m, OBJ.mjOBJ_GEOM, g1)}-{element_name(m, OBJ.mjOBJ_GEOM, g2)}" for g1, g2 in touch[:3])
+        out.append(Use(feature, f"{element_name(m, OBJ.mjOBJ_BODY, b1)}, {element_name(m, OBJ.mjOBJ_BODY, b2)}",
+                       f"{len(touch)} of {total} geom pairs may touch: {geoms}{', ...' if len(touch) > 3 else ''}",
+                       world=False))
     return out
 
 

@@ -21,7 +21,7 @@ import warp as wp
 import newton
 from crosssim.engines.audit import AuditRow
 from crosssim.engines.common import compiled_canonical
-from crosssim.engines.features import refuse_unbuilt
+from crosssim.engines.features import bits_touch, body_filtered, refuse_unbuilt
 from crosssim.contacts import geom_world_friction
 from crosssim.engines.mujoco import audit_rows, floor_contact_friction
 from crosssim.engines.newton_ball import BALL, ball_coordinates, skip_carrier, split_base
@@ -134,9 +134,11 @@ def build_model(compiled: CompiledModel, profile: EngineProfile) -> NewtonModel:
     # and per-geom friction to MuJoCo(-Warp) as they are; Newton's own solvers collide every shape
     # with its own contact model and the floor-friction reconciliation below.
     own = solver_name not in MUJOCO_SOLVERS
-    refuse_unbuilt(m, compiled.scene, f"newton ({solver_name})",
-                   lambda use: WORLD_EXCLUDE if use.feature == "exclude" and use.world else own and OWN_CANNOT.get(use.feature))
-    nm = import_builder(compiled).finalize(device="cpu")
+    refuse_unbuilt(m, compiled.scene, f"newton ({solver_name})", lambda use: _cannot_build(use, own))
+    builder = import_builder(compiled)
+    if own:
+        _filter_like_mujoco(builder, m)
+    nm = builder.finalize(device="cpu")
     notes: dict[str, str] = {}
 
     body_index = _match_bodies(nm, m)
@@ -194,8 +196,20 @@ OWN_CANNOT = {
     "condim": "Newton's own contact model has sliding friction only; run solver mujoco-warp",
     "frictionless": "Newton's own contact model has no frictionless contact; run solver mujoco-warp",
     "friction": "the floor-friction reconciliation of Newton's own solvers gives a body one friction",
+    "self_parent": "Newton's importer filters a body's contacts with its parent",
 }
 """What Newton's own solvers (featherstone, xpbd, semi-implicit) cannot build (crosssim.engines.features)."""
+
+
+def _cannot_build(use, own: bool) -> str | None:
+    """Why Newton cannot build ``use`` (crosssim.engines.features); ``own``: one of Newton's own solvers."""
+    if use.feature == "exclude" and use.world:
+        return WORLD_EXCLUDE
+    if use.feature == "self_parent":
+        return OWN_CANNOT["self_parent"]
+    return OWN_CANNOT.get(use.feature) if own else None
+
+
 WORLD_EXCLUDE = "Newton's importer skips an <exclude> naming the world body (measured: the box stayed on the floor)"
 
 
@@ -205,13 +219,34 @@ def import_builder(compiled: CompiledModel):
     builder = newton.ModelBuilder()
     # <option> is taken from the canonical model in build_model (Newton rejects solver="PGS").
     source, resolver = (str(scene), None) if not c.ball_joints else split_base(scene, c.root_body)
-    builder.add_mjcf(source, parse_mujoco_options=False, parse_visuals=False, parse_sites=False,
-                     path_resolver=resolver)
+    # Sites only where a tendon wraps one (a spatial tendon through sites was built without them: 1.7
+    # rad off MuJoCo in 0.5 s); MuJoCo's equality constraints kept as such for SolverMuJoCo (converted
+    # to loop joints, a connect or weld left a body with two parent joints, which no adapter maps).
+    sites = bool(compiled.mj.nwrap) and bool((compiled.mj.wrap_type == mujoco.mjtWrap.mjWRAP_SITE).any())
+    builder.add_mjcf(source, parse_mujoco_options=False, parse_visuals=False, parse_sites=sites,
+                     convert_mjc_equality_constraints=False, path_resolver=resolver)
     return builder
 
 
+def _filter_like_mujoco(builder, m) -> None:
+    """Newton's own collision pipeline collides robot shapes by its own rule (a body with its
+    parent filtered, the rest by collision groups): measured, it collided two arms welded to one
+    hub that MuJoCo keeps apart. Every robot shape pair MuJoCo never lets touch (its body filter,
+    then the bits; crosssim.engines.features) becomes a filter pair, before the model is built."""
+    body_index = _match_bodies(builder, m)
+    collide = (np.asarray(builder.shape_flags, dtype=int) & int(newton.ShapeFlags.COLLIDE_SHAPES)) != 0
+    shape_geom = _shape_geoms(np.asarray(builder.shape_body, dtype=int), collide, m, body_index)
+    robot = [(s, int(g)) for s, g in enumerate(shape_geom) if g >= 0 and m.geom_bodyid[g] != 0]
+    for k, (s1, g1) in enumerate(robot):
+        for s2, g2 in robot[k + 1:]:
+            b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+            if b1 != b2 and (body_filtered(m, b1, b2) or not bits_touch(m, g1, g2)):
+                builder.add_shape_collision_filter_pair(s1, s2)
+
+
 def _match_bodies(nm, m) -> np.ndarray:
-    """Newton's importer walks the MJCF tree in MuJoCo's order; check it by name."""
+    """Newton's importer walks the MJCF tree in MuJoCo's order; check it by name (``nm``: the
+    model or its builder)."""
     labels = [str(label).rsplit("/", 1)[-1] for label in nm.body_label]
     index = skip_carrier(labels)  # a split ball-jointed base has one body more (newton_ball)
     if len(index) != m.nbody - 1:
@@ -365,8 +400,12 @@ def _collides_mj(m, g: int) -> bool:
 
 def _match_shapes(nm, m, body_index) -> np.ndarray:
     """MuJoCo geom of each colliding Newton shape: the k-th colliding geom of the same body."""
-    shape_body, flags = nm.shape_body.numpy(), nm.shape_flags.numpy()
-    collide = (flags & int(newton.ShapeFlags.COLLIDE_SHAPES)) != 0
+    collide = (nm.shape_flags.numpy() & int(newton.ShapeFlags.COLLIDE_SHAPES)) != 0
+    return _shape_geoms(nm.shape_body.numpy(), collide, m, body_index)
+
+
+def _shape_geoms(shape_body, collide, m, body_index) -> np.ndarray:
+    """MuJoCo geom of each colliding shape (-1 for the others), from each shape's Newton body."""
     newton_to_mj_body = {int(nb): b + 1 for b, nb in enumerate(body_index)}
     per_body: dict[int, list[int]] = {}
     for g in range(m.ngeom):
@@ -423,6 +462,8 @@ def _set_solref(nm, m, shape_geom) -> None:
     nothing (the importer's values are the compiled ones)."""
     from newton._src.solvers.mujoco.constants import SOLREF_MODE_RAW
 
+    if not (np.asarray(shape_geom) >= 0).any():  # nothing collides (a contact-free arm): no solref to set
+        return
     attrs = getattr(nm, "mujoco", None)
     if attrs is None or getattr(attrs, "solref", None) is None or getattr(attrs, "solref_mode", None) is None:
         raise CrossSimError("newton: this Newton has no model.mujoco.solref; contact softness cannot reach SolverMuJoCo")

@@ -42,6 +42,7 @@ from crosssim.engines.features import Use, refuse_unbuilt
 from crosssim.engines.mujoco import audit_rows
 from crosssim.engines.physx_base import SlideBallBase, from_root, slide_ball_base, to_root
 from crosssim.engines.physx_build import JNT, PhysXWorld, build_world, physx_joints, refuse_unsupported, to_pose
+from crosssim.engines.physx_hull import refuse_loose_hulls
 from crosssim.engines.settings import EngineProfile, PhysXSettings, settings_of
 from crosssim.errors import EngineFailure
 from crosssim.frame import InitialState, SimFrame, cross3, quat_rotate
@@ -106,6 +107,7 @@ class EnginePhysX(EngineBase):
         base = slide_ball_base(m, c, compiled.scene.name)  # or one line why this ball joint is not built
         mesh_dir = Path(tempfile.mkdtemp(prefix="crosssim-physx-"))  # meshes as .obj, written once per model
         try:
+            refuse_loose_hulls(m, compiled.scene, mesh_dir, settings_of(profile, PhysXSettings).hull_tolerance)
             world, qindex, floor_mu, body_mu = build_world(m, profile, mesh_dir)
         except BaseException:
             shutil.rmtree(mesh_dir, ignore_errors=True)
@@ -242,6 +244,7 @@ CANNOT = {
     "ellipsoid": "PhysX has no ellipsoid shape (an enclosing sphere would be another robot)",
     "condim": "PhysX's torsional patch friction is not MuJoCo's; only sliding friction is built",
     "friction": "PhysX holds one friction material per body here",
+    "self_parent": "a PhysX articulation never collides a link with its parent link",
 }
 
 

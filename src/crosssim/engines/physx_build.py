@@ -20,7 +20,7 @@ with warnings.catch_warnings():  # SAPIEN warns that it found no Vulkan; the CPU
 
 from crosssim.engines.settings import EngineProfile, PhysXSettings, settings_of
 from crosssim.errors import EngineFailure
-from crosssim.engines.features import body_friction, contact_geoms
+from crosssim.engines.features import bits_touch, body_filtered, body_friction, contact_geoms, geoms_of
 from crosssim.scene import element_name, write_mesh_obj
 
 GEOM = mujoco.mjtGeom
@@ -287,22 +287,33 @@ def _collision_groups(m, ignore: np.ndarray) -> np.ndarray:
 
 
 def _parent_filter(m) -> np.ndarray:
-    """Per body, PhysX ignore-group bits (collision group 2) that keep it from colliding with its
-    parent body, as MuJoCo's filterparent does. PhysX filters adjacent links only, and a body with
-    several joints hangs from its parent through carrier links (Humanoid's thighs, three hinges
-    each, overlap the pelvis): one bit per such parent-child pair, shared by both bodies."""
+    """Per body, PhysX ignore-group bits (collision group 2) that keep apart the body pairs MuJoCo
+    never collides (crosssim.engines.features.body_filtered: one weld body, a weld body and its
+    weld parent, ``<exclude>``) where PhysX would: PhysX filters only a link and its parent link,
+    and a body with several joints hangs from its parent through carrier links (Humanoid's thighs,
+    three hinges each, overlap the pelvis), two bodies welded to one parent are not adjacent links.
+    One bit per such pair whose geoms' bits could touch, shared by both bodies; the world's
+    ``<exclude>``s too."""
     ignore = np.zeros(m.nbody, dtype=np.int64)
-    pairs = [] if m.opt.disableflags & int(mujoco.mjtDisableBit.mjDSBL_FILTERPARENT) else [
-        (b, int(m.body_parentid[b])) for b in range(1, m.nbody) if m.body_parentid[b] != 0 and m.body_jntnum[b] > 1]
-    # <exclude> keeps two bodies apart (the world too) the same way.
-    pairs += [(int(s) >> 16, int(s) & 0xFFFF) for s in m.exclude_signature[:m.nexclude]]
+    pairs = [(b1, b2) for b1 in range(1, m.nbody) for b2 in range(b1 + 1, m.nbody)
+             if body_filtered(m, b1, b2) and not _adjacent_links(m, b1, b2)
+             and any(bits_touch(m, g1, g2) for g1 in geoms_of(m, b1) for g2 in geoms_of(m, b2))]
+    pairs += [(0, int(s) & 0xFFFF) for s in m.exclude_signature[:m.nexclude] if int(s) >> 16 == 0]
     if len(pairs) > 31:
-        raise EngineFailure(f"physx: {len(pairs)} body pairs kept from colliding (bodies hanging from their parent on "
-                            "several joints, and <exclude>s); the physx engine keeps at most 31")
+        raise EngineFailure(f"physx cannot build the collision filter of {len(pairs)} body pairs that MuJoCo keeps "
+                            f"apart ({element_name(m, mujoco.mjtObj.mjOBJ_BODY, pairs[31][0])} and "
+                            f"{element_name(m, mujoco.mjtObj.mjOBJ_BODY, pairs[31][1])} the 32nd): PhysX has 31 ignore bits")
     for k, (b1, b2) in enumerate(pairs):
         ignore[b1] |= 1 << k
         ignore[b2] |= 1 << k
     return ignore
+
+
+def _adjacent_links(m, b1: int, b2: int) -> bool:
+    """Whether PhysX's articulation filters the two bodies itself: a body on at most one joint is
+    one link whose parent link is its parent body's."""
+    child, parent = (b2, b1) if m.body_parentid[b2] == b1 else (b1, b2)
+    return m.body_parentid[child] == parent and m.body_jntnum[child] <= 1
 
 
 def _shapes(m, g: int, material, mesh_dir: Path, groups) -> list:

@@ -504,6 +504,8 @@ CANNOT = {
     "ellipsoid": "Bullet has no ellipsoid shape (an enclosing sphere would be another robot)",
     "condim": "Bullet's torsional and rolling friction are not MuJoCo's; only sliding friction is built",
     "friction": "Bullet holds one friction coefficient per link",
+    "self_partial": "Bullet filters collisions per link pair, and MuJoCo lets only some of these geoms touch",
+    "self_parent": "a Bullet multibody never collides a link with its parent link",
 }
 
 
@@ -511,7 +513,7 @@ def cannot_build(use: Use) -> str | None:
     """Why the pybullet column cannot build ``use`` (crosssim.engines.features), None where it does:
     pairs and excludes between the robot and the world (collision filter pairs, the pair's own
     friction on the link), height fields of the world, condim 1 (friction 0), meshes (convex
-    hulls, as MuJoCo collides them)."""
+    hulls, as MuJoCo collides them), self-collision of body pairs whose geoms may all touch."""
     if use.feature in ("pair", "exclude", "hfield") and not use.world:
         return {"pair": "the multibody is built without self-collision, so only robot-world pairs are built",
                 "exclude": None, "hfield": "a height field is built only on the world body"}[use.feature]

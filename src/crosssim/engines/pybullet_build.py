@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 import pybullet
 
-from crosssim.engines.features import body_friction, free_objects
+from crosssim.engines.features import body_friction, free_objects, geoms_of, self_contacts
 from crosssim.engines.pybullet_ball import free_spherical_motor
 from crosssim.engines.settings import PyBulletSettings
 from crosssim.errors import EngineFailure
@@ -143,8 +143,9 @@ def link_tree(c: CanonicalModel, m, inertia: dict, mesh_dir: Path, client: int) 
 
 
 def create_robot(tree: LinkTree, client: int) -> int:
-    """The multibody: on the floating base, or on a massless fixed base at the world origin."""
-    pb = dict(physicsClientId=client)
+    """The multibody: on the floating base, or on a massless fixed base at the world origin; its
+    links collide with each other as MuJoCo's bodies do (``_filter_self_pairs`` keeps the rest apart)."""
+    pb = dict(physicsClientId=client, flags=pybullet.URDF_USE_SELF_COLLISION)
     if tree.base is not None:
         base = tree.base
         return pybullet.createMultiBody(
@@ -166,6 +167,7 @@ def set_link_dynamics(m, robot: int, body_link: np.ndarray, inertia: dict, world
     for b in robot_bodies:
         pybullet.changeDynamics(robot, int(body_link[b]), localInertiaDiagonal=list(inertia[b][0]), **pb)
     _filter_world_pairs(m, worlds, robot, body_link, client)
+    _filter_self_pairs(m, robot, body_link, client)
     mus = body_friction(m)
     for b in robot_bodies:
         friction = _link_friction(m, b, mus, floor_friction)
@@ -314,6 +316,20 @@ def _filter_world_pairs(m, worlds: list[tuple[int, list[int]]], robot: int, body
             own = _body_geoms(m, b)
             if own and (b in excluded or not any(_mj_pair(m, gw, g) or (gw, g) in pairs for gw in geoms for g in own)):
                 pybullet.setCollisionFilterPair(world, robot, -1, int(body_link[b]), 0, physicsClientId=client)
+
+
+def _filter_self_pairs(m, robot: int, body_link: np.ndarray, client: int) -> None:
+    """Switch off every link pair whose bodies MuJoCo never lets touch (crosssim.engines.features:
+    the body filter, then the bits). A body pair MuJoCo lets touch keeps Bullet's self-collision
+    (the inventory refuses a pair where only some geoms may touch, and a body with its parent,
+    which a Bullet multibody never collides)."""
+    touching = {(b1, b2) for b1, b2, _, _ in self_contacts(m)}
+    bodies = [b for b in range(1, m.nbody) if geoms_of(m, b) and body_link[b] != -2]  # -2: a free object's own body
+    for k, b1 in enumerate(bodies):
+        for b2 in bodies[k + 1:]:
+            if (b1, b2) not in touching:
+                pybullet.setCollisionFilterPair(robot, robot, int(body_link[b1]), int(body_link[b2]), 0,
+                                                physicsClientId=client)
 
 
 def _body_geoms(m, b: int) -> list[int]:

@@ -74,6 +74,10 @@ class PhysXSettings(EngineSettings):
     torsional: Literal["refuse", "drop"] = "refuse"
     """A geom with torsional or rolling friction (condim 4 or 6; Fetch's fingers): refuse the column
     (default), or drop: build its sliding friction only (profile physx-sliding; docs/manipulation.md)."""
+    hull_tolerance: Number = Field(0.002, ge=0)
+    """Largest distance [m] PhysX's cooked convex hull of a mesh (at most 255 vertices) may lie from
+    MuJoCo's hull of all its vertices; a mesh beyond it refuses the column (crosssim.engines.physx_hull).
+    The Unitree G1's hulls are 0.6-1.7 mm off."""
 
     @field_validator("solver", mode="before")
     @classmethod
