@@ -96,9 +96,18 @@ def score(todo, episodes: int) -> str:
     out = ["| policy | PhysX drop (truth) | MuJoCo rehearsal loss | disagreement of the other three |",
            "|---|---|---|---|", *rows, ""]
     if n >= 4:
-        out += [f"n = {n}: Spearman(rehearsal, truth) = {spearman(reh, truth):.2f}; "
-                f"Spearman(disagreement, truth) = {spearman(dis, truth):.2f}; "
-                f"partial Spearman(disagreement, truth | rehearsal) = {partial_spearman(dis, truth, reh):.2f}"]
+        t, r, d = (np.asarray(v, float) for v in (truth, reh, dis))
+        idx = np.random.default_rng(0).integers(0, n, (2000, n))
+
+        def ci(f):
+            vals = np.array([f(i) for i in idx])
+            vals = vals[np.isfinite(vals)]
+            return f"[{np.percentile(vals, 2.5):.2f}, {np.percentile(vals, 97.5):.2f}]"
+        out += [f"n = {n} (95 % intervals: 2,000 bootstrap resamples of the policies): "
+                f"Spearman(rehearsal, truth) = {spearman(r, t):.2f} {ci(lambda i: spearman(r[i], t[i]))}; "
+                f"Spearman(disagreement, truth) = {spearman(d, t):.2f} {ci(lambda i: spearman(d[i], t[i]))}; "
+                f"partial Spearman(disagreement, truth | rehearsal) = {partial_spearman(d, t, r):.2f} "
+                f"{ci(lambda i: partial_spearman(d[i], t[i], r[i]))}"]
     return "\n".join(out)
 
 
