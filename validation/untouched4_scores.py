@@ -54,22 +54,6 @@ def _tau(classes, truth) -> float:
     return float(kendalltau(a[ok], b[ok]).statistic) if ok.sum() > 2 and np.ptp(a[ok]) > 0 else float("nan")
 
 
-def records(todo, prediction, truth, true_numbers) -> list[dict]:
-    from validate_untouched4 import RETEST_SEEDS, SEEDS, TRUTH_SEEDS, _key
-
-    out = []
-    for e in todo:
-        if not _key(e, "crossval-s0").exists() or not _key(e, f"truth{TRUTH_SEEDS.start}-{TRUTH_SEEDS.stop}").exists():
-            continue
-        rec = {"name": e.name, "task": e.task, "part": e.part, "pred": prediction(e, 0),
-               "truth": true_numbers(truth(e, TRUTH_SEEDS))}
-        if _key(e, f"truth{RETEST_SEEDS.start}-{RETEST_SEEDS.stop}").exists():
-            rec["retest"] = true_numbers(truth(e, RETEST_SEEDS))
-        rec["seeds"] = [prediction(e, s)["verdict"] for s in SEEDS if _key(e, f"crossval-s{s}").exists()]
-        out.append(rec)
-    return out
-
-
 def scores(recs: list[dict]) -> dict:
     t_all = [r["truth"]["all"]["loss"] for r in recs]
     t_sev = [severity(r["truth"]["all"]["loss"], r["truth"]["all"]["fail"]) for r in recs]
@@ -142,8 +126,8 @@ def table(recs: list[dict], s: dict) -> str:
     return "\n".join(rows + summary)
 
 
-def report(todo, prediction, truth, true_numbers, *, write: bool) -> None:
-    recs = records(todo, prediction, truth, true_numbers)
+def report(recs: list[dict], *, write: bool) -> None:
+    """Print the table of ``recs`` (validate_untouched4.records) and, with ``write``, store it."""
     s = scores(recs)
     body = table(recs, s)
     print(body)

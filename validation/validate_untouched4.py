@@ -129,6 +129,21 @@ def true_numbers(t: dict) -> dict:
     return out
 
 
+def records(todo) -> list[dict]:
+    """One record per policy measured so far: its seed-0 prediction, truth, retest and classes per seed."""
+    out = []
+    for e in todo:
+        if not _key(e, "crossval-s0").exists() or not _key(e, f"truth{TRUTH_SEEDS.start}-{TRUTH_SEEDS.stop}").exists():
+            continue
+        rec = {"name": e.name, "task": e.task, "part": e.part, "pred": prediction(e, 0),
+               "truth": true_numbers(truth(e, TRUTH_SEEDS))}
+        if _key(e, f"truth{RETEST_SEEDS.start}-{RETEST_SEEDS.stop}").exists():
+            rec["retest"] = true_numbers(truth(e, RETEST_SEEDS))
+        rec["seeds"] = [prediction(e, s)["verdict"] for s in SEEDS if _key(e, f"crossval-s{s}").exists()]
+        out.append(rec)
+    return out
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--phase", choices=("measure", "retest", "seeds", "score"), default="score")
@@ -160,7 +175,7 @@ def main(argv=None) -> None:
         return
     from untouched4_scores import report
 
-    report(todo, prediction, truth, true_numbers, write=not args.no_write)
+    report(records(todo), write=not args.no_write)
 
 
 if __name__ == "__main__":
