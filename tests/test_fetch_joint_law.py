@@ -55,7 +55,7 @@ def test_inverse_kinematics_reaches_the_command():
     q = law.joint_targets(np.array([0.4, -0.2, 0.6, 0.0]), start.qpos)
     import mujoco
 
-    from crosssim.tasks.kinematics import kinematics_of
+    from crosssim.kinematics import kinematics_of
 
     k = kinematics_of(task.scene)
 

@@ -5,7 +5,7 @@ joint-space PD torques with gravity compensation at physics rate.
 Where a benchmark drives a mocap body welded to the gripper (gymnasium-robotics' Fetch,
 crosssim.actuation.MocapLaw), only MuJoCo can run its law. This one needs nothing of the engine but
 joint torques: the inverse kinematics and the gravity torques are MuJoCo's kinematics run by crosssim
-on the canonical model at the joint state the engine reports (as crosssim.tasks.kinematics does for
+on the canonical model at the joint state the engine reports (as crosssim.kinematics does for
 observations), so every engine gets the same targets for the same state.
 """
 
@@ -59,7 +59,7 @@ class EndEffectorLaw:
     def _ids(self):
         import mujoco
 
-        from crosssim.tasks.kinematics import kinematics_of
+        from crosssim.kinematics import kinematics_of
 
         cache = getattr(_LOCAL, "data", None)
         if cache is None:

@@ -53,7 +53,7 @@ class SimFrame:
     (``Task.needs_derived``): MuJoCo's mjData arrays ``xpos``, ``xquat``, ``xipos``, ``cinert``,
     ``cvel``, ``site_xpos`` and ``qfrc_constraint`` (world body and rows included) as its last
     kinematics pass left them: one integrator stage behind ``qpos``, which is what gymnasium's
-    environments observe. None: tasks compute them from qpos/qvel (crosssim.tasks.kinematics)."""
+    environments observe. None: tasks compute them from qpos/qvel (crosssim.kinematics)."""
 
     @property
     def base_ang_vel_body(self) -> np.ndarray:

@@ -39,7 +39,7 @@ class Task:
     """Whether observation or reward read ``SimFrame.body_ext_wrench``."""
     needs_derived: bool = False
     """Whether observation or reward read body poses or velocities (``SimFrame.derived`` where the
-    engine has them, else crosssim.tasks.kinematics)."""
+    engine has them, else crosssim.kinematics)."""
     success_survival: float = 1.0
     """Share of ``max_steps`` an episode must run before a termination for it to count as doing the
     task (1: to the step limit; ``succeeded``, read by the harness check; docs/risk.md)."""

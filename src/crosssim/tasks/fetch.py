@@ -18,7 +18,7 @@ from crosssim.errors import CardError
 from crosssim.frame import InitialState
 from crosssim.tasks.base import StepResult
 from crosssim.tasks.gym_base import GymTask
-from crosssim.tasks.kinematics import kinematics_of
+from crosssim.kinematics import kinematics_of
 
 SUBSTEPS = 20
 """Physics steps per control step (0.04 s at the scene's 2 ms: 25 Hz)."""

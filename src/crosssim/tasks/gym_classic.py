@@ -1,7 +1,7 @@
 """Gymnasium's small MuJoCo tasks: Swimmer, InvertedPendulum, InvertedDoublePendulum, Reacher.
 
 Observation, reward, termination and reset distribution follow gymnasium 1.x ``<Task>-v5`` and
-``-v4`` (the layouts of the mujoco-py v2/v3 agents, as RL-Zoo's) with default arguments, computed from SimFrames only (body positions through crosssim.tasks.kinematics);
+``-v4`` (the layouts of the mujoco-py v2/v3 agents, as RL-Zoo's) with default arguments, computed from SimFrames only (body positions through crosssim.kinematics);
 tests/test_gym_equivalence.py holds them to gymnasium step for step.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 from crosssim.frame import InitialState
 from crosssim.tasks.base import ResetNoise, StepResult
 from crosssim.tasks.gym_base import GymTask
-from crosssim.tasks.kinematics import kinematics_of
+from crosssim.kinematics import kinematics_of
 
 
 class Swimmer(GymTask):

@@ -2,7 +2,7 @@
 com-frame inertia and velocity, the actuator torques and the contact wrenches.
 
 Observation, reward, termination and reset follow gymnasium 1.x ``Humanoid-v5`` and ``-v4`` with
-default arguments (body quantities through crosssim.tasks.kinematics); tests/test_gym_equivalence.py
+default arguments (body quantities through crosssim.kinematics); tests/test_gym_equivalence.py
 checks it step for step.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from crosssim.tasks.base import ResetNoise, StepResult
 from crosssim.tasks.gym_base import GymTask
-from crosssim.tasks.kinematics import kinematics_of
+from crosssim.kinematics import kinematics_of
 
 
 class Humanoid(GymTask):

@@ -2,7 +2,7 @@
 manipulation task: the reward depends on contact between the arm and an object it does not drive.
 
 Observation, reward and reset follow gymnasium 1.x ``Pusher-v5`` with default arguments (body
-positions through crosssim.tasks.kinematics); tests/test_gym_equivalence.py checks it step for step.
+positions through crosssim.kinematics); tests/test_gym_equivalence.py checks it step for step.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 from crosssim.frame import InitialState
 from crosssim.tasks.base import StepResult
 from crosssim.tasks.gym_base import GymTask
-from crosssim.tasks.kinematics import kinematics_of
+from crosssim.kinematics import kinematics_of
 
 
 class Pusher(GymTask):
