@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.files import write_atomic
-from crosssim.report import plots, tables
+from crosssim.report import legged, plots, tables
 from crosssim.report.audit import audit_view
 from crosssim.results import support_text
 from crosssim.runfolder import AUDIT_FILE, LOGS_DIR, ROWS_FILE, SUMMARY_FILE, TRAJECTORIES_FILE, RunFolder
@@ -179,10 +179,11 @@ def _free_base_velocity(tr) -> dict[str, np.ndarray] | None:
 
 def _trajectory_figures(run, task, engines: list[str], harness) -> dict:
     """Episode 0 in every engine: base, every actuated joint, base velocity against the command (a
-    free base), joint torques where recorded, and the divergence from the reference, per quantity."""
+    free base), joint torques and the feet's contacts (gait) where recorded, and the divergence from
+    the reference, per quantity."""
     trajs, ref = run.trajectories, run.summary.reference_engine
     out: dict = {"overlay": [], "velocity": [], "torque": [], "divergence": [], "torque_note": None,
-                 "command_note": None}
+                 "command_note": None, "gait": None}
 
     def panel(title, unit, fn, **kw):
         return (title, plots.time_panel(title, unit, trajs, engines, ref, fn, **kw))
@@ -205,13 +206,9 @@ def _trajectory_figures(run, task, engines: list[str], harness) -> dict:
             out["command_note"] = (f"commanded: {command[0]:g} m/s forward, {command[1]:g} m/s sideways, "
                                    f"{command[2]:g} rad/s yaw" if fixed else
                                    "the command is drawn per episode from the card's ranges and not recorded")
-    if any("joint_torque" in tr for tr in trajs.values()):
-        names = [n for n, _, _ in joints] or [f"joint {k}" for k in range(
-            next(np.asarray(tr["joint_torque"]).shape[1] for tr in trajs.values() if "joint_torque" in tr))]
-        out["torque"] = [panel(f"{n} torque", "N·m", lambda tr, k=k: np.asarray(tr["joint_torque"])[:, k]
-                               if "joint_torque" in tr else None) for k, n in enumerate(names)]
-    else:
-        out["torque_note"] = "joint torques are not recorded in this run's trajectories (base and joint positions are)"
+    units = {name: "N·m" if unit == "rad" else "N" for name, unit, _ in joints}
+    out["torque"], out["torque_note"] = legged.torque_panels(trajs, engines, ref, units)
+    out["gait"] = legged.gait(trajs, engines)
     # Divergence from the reference engine, one quantity per panel, each in its own unit.
     if ref in trajs and len(trajs[ref].get("t", [])) and len(engines) > 1:
         def diff(fn):

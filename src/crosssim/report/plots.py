@@ -193,3 +193,28 @@ def time_panel(title: str, unit: str, trajectories: dict, engines: list[str], re
     ax.tick_params(labelsize=8)
     fig.tight_layout()
     return _data_uri(plt, fig)
+
+
+def gait_panel(engine: str, t: np.ndarray, contact: np.ndarray, feet: list[str], *, style: int = 0) -> str:
+    """One engine's gait diagram: a row per foot, a bar over each stretch of time the foot touches
+    (contact flag per control step, the bar spans the step that ends at ``t``)."""
+    plt, fig, ax = _figure(4.2, 0.9 + 0.32 * max(len(feet), 1))
+    t = np.asarray(t, float)
+    dt = float(np.median(np.diff(t))) if len(t) > 1 else 0.02
+    starts = t - dt
+    color = COLORS[style % len(COLORS)]
+    for k in range(len(feet)):
+        c = np.asarray(contact[:, k], bool)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], c.astype(int), [0]])))
+        bars = [(starts[a], t[b - 1] - starts[a]) for a, b in zip(edges[::2], edges[1::2])]
+        ax.broken_barh(bars, (k - 0.35, 0.7), facecolors=color, edgecolor="none")
+    ax.set_yticks(range(len(feet)), feet, fontsize=7)
+    ax.set_ylim(len(feet) - 0.5, -0.5)
+    if len(t):
+        ax.set_xlim(min(0.0, starts[0]), t[-1])
+    ax.set_title(engine, fontsize=10)
+    ax.set_xlabel("time [s]", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="x", lw=0.4, alpha=0.5)
+    fig.tight_layout()
+    return _data_uri(plt, fig)

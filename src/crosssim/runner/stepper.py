@@ -55,11 +55,14 @@ class ControlStepper:
     the compiled model (``sim.physics_dt``), so a profile timestep keeps the control period.
     """
 
-    def __init__(self, sim: Simulator, harness, *, native_pd=None):
+    def __init__(self, sim: Simulator, harness, *, native_pd=None, contacts: bool = False):
         """``native_pd``: the engine's ``native_pd_model`` of ``sim.model`` (shared by a lockstep
         batch), stepped instead of ``sim.model`` where the variant leaves the card's PD law as it
-        is (no actuator model, no motor perturbation): no Python per physics step."""
+        is (no actuator model, no motor perturbation): no Python per physics step. ``contacts``:
+        every frame carries the contact wrench per body, whether the task reads it or not (the
+        recorded episode's foot contacts; reading it changes no state)."""
         self.sim, self.harness = sim, harness
+        self.contacts = contacts or bool(harness.task.needs_contacts)
         self.engine, self.model, self.name = sim.engine, sim.model, sim.name
         self.p = sim.variant.harness
         c = harness.canonical
@@ -185,9 +188,9 @@ class ControlStepper:
     def frame(self) -> SimFrame:
         task = self.harness.task
         if getattr(task, "needs_derived", False) and self.engine.capabilities.native_derived:
-            frame = self.engine.frame(self.model, self.state, contacts=task.needs_contacts, derived=True)
+            frame = self.engine.frame(self.model, self.state, contacts=self.contacts, derived=True)
         else:
-            frame = self.engine.frame(self.model, self.state, contacts=task.needs_contacts)
+            frame = self.engine.frame(self.model, self.state, contacts=self.contacts)
         if self.clock_offset:
             from dataclasses import replace
 
