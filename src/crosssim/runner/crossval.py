@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from crosssim import options
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
@@ -398,9 +396,13 @@ def _row_payload(row) -> dict:
     return dataclasses.asdict(row)
 
 
-def _sweep_units(job: EngineJob) -> int:
-    """The most rows a job's sweeps can add (bisection: ceil(log2(K + 1)) rungs per family)."""
-    return sum(int(np.ceil(np.log2(len(rungs) + 1))) for _, rungs in job.sweeps) * len(job.sweep_episodes)
+def _sweep_units(job: EngineJob, bounds: dict[str, int] | None = None) -> int:
+    """The most rows a job's sweeps can add: per family, the rungs its bisection visits at most
+    (``bounds``, family -> rungs, as the worker's search last said; else ceil(log2(K + 1)))."""
+    from crosssim.sweep import max_visits
+
+    bounds = bounds or {}
+    return sum(bounds.get(family, max_visits(len(rungs))) for family, rungs in job.sweeps) * len(job.sweep_episodes)
 
 
 def _startup_status(profile: str) -> str | None:
@@ -437,9 +439,23 @@ def execute(plan: Plan, *, progress=None) -> Collected:
                 progress(job.profile, len(job.skip), total, {"failure": None, "status": status})
                 waiting[job.profile] = time.monotonic()
 
+    bounds: dict[str, dict[str, int]] = {}  # engine -> family -> most rungs its search visits in all
+    ended: dict[str, set[str]] = {}  # engine -> families whose search has ended
+
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile
-        total = len(job.units()) + len(job.skip) + _sweep_units(job)  # got.rows[e] holds the cached rows too
+        if kind == "plan":  # the search learnt it visits fewer rungs: the total (and the ETA) shrink
+            bounds.setdefault(e, {})[payload["family"]] = int(payload["visits"])
+            if payload.get("ended"):
+                ended.setdefault(e, set()).add(payload["family"])
+            if progress:
+                most = len(job.units()) + len(job.skip) + _sweep_units(job)
+                total = len(job.units()) + len(job.skip) + _sweep_units(job, bounds[e])
+                if ended.get(e, set()) >= {f for f, _ in job.sweeps}:
+                    total = len(got.rows[e])  # every row is in (a rung an earlier condition ran added none)
+                progress(e, len(got.rows[e]), total, {"failure": None, "replan": True, "most": most})
+            return
+        total = len(job.units()) + len(job.skip) + _sweep_units(job, bounds.get(e))  # got.rows[e] holds the cached rows too
         if e in waiting and kind in ("row", "progress"):  # the start-up said before the wait is over
             took = duration(time.monotonic() - waiting.pop(e))
             progress(e, len(got.rows[e]), total, {"failure": None,
