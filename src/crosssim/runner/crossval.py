@@ -65,6 +65,9 @@ class CrossvalConfig:
     record: bool = option(True, cli=False, help="Keep the per-step trajectory of the first nominal episode in each "
                                                 "engine (report overlays).")
     report: bool = option(True, off="Do not write report.html.", help="Write report.html beside the results.")
+    video: bool = option(
+        False, help="Also write a short video of episode 0 per engine (DIR/videos/<engine>.mp4, the first 5 s, "
+                    "embedded in the report); needs the video extra: pip install 'crosssim[video]'.")
     executor: str = option("local", choices=("local", "ray"),
                            help="'local' (process pool) or 'ray' (Ray tasks; --address for a cluster).")
     ray_address: str | None = option(None, flag="--address", help="Ray cluster address (--executor ray); default: a "
