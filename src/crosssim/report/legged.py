@@ -65,6 +65,7 @@ def gait(trajs: dict, engines: list[str]) -> dict:
     out: dict = {"panels": [], "rows": [], "missing": [], "threshold": None, "feet": [], "note": None,
                  "share": CONTACT_SHARE}
     recorded = [e for e in engines if e in trajs and len(trajs[e].get("t", []))]
+    until = max((float(trajs[e]["t"][-1]) for e in recorded), default=None)  # one time axis for every engine
     for e in recorded:
         tr = trajs[e]
         if "foot_contact" not in tr:
@@ -73,7 +74,7 @@ def gait(trajs: dict, engines: list[str]) -> dict:
         t, force = np.asarray(tr["t"], float), np.asarray(tr["foot_force"], float)
         out["feet"] = out["feet"] or feet
         out["threshold"] = float(np.asarray(tr.get("contact_threshold", [np.nan]))[0])
-        out["panels"].append((e, plots.gait_panel(e, t, contact, feet, style=engines.index(e))))
+        out["panels"].append((e, plots.gait_panel(e, t, contact, feet, style=engines.index(e), until=until)))
         for k, foot in enumerate(feet):
             c = contact[:, k]
             out["rows"].append(GaitRow(e, foot, float(c.mean()) if len(c) else float("nan"),

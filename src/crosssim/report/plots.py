@@ -195,9 +195,11 @@ def time_panel(title: str, unit: str, trajectories: dict, engines: list[str], re
     return _data_uri(plt, fig)
 
 
-def gait_panel(engine: str, t: np.ndarray, contact: np.ndarray, feet: list[str], *, style: int = 0) -> str:
+def gait_panel(engine: str, t: np.ndarray, contact: np.ndarray, feet: list[str], *, style: int = 0,
+               until: float | None = None) -> str:
     """One engine's gait diagram: a row per foot, a bar over each stretch of time the foot touches
-    (contact flag per control step, the bar spans the step that ends at ``t``)."""
+    (contact flag per control step, the bar spans the step that ends at ``t``). ``until``: the time
+    axis's end [s], shared by every engine's panel; after this episode's end the panel is greyed."""
     plt, fig, ax = _figure(4.2, 0.9 + 0.32 * max(len(feet), 1))
     t = np.asarray(t, float)
     dt = float(np.median(np.diff(t))) if len(t) > 1 else 0.02
@@ -211,7 +213,12 @@ def gait_panel(engine: str, t: np.ndarray, contact: np.ndarray, feet: list[str],
     ax.set_yticks(range(len(feet)), feet, fontsize=7)
     ax.set_ylim(len(feet) - 0.5, -0.5)
     if len(t):
-        ax.set_xlim(min(0.0, starts[0]), t[-1])
+        end = max(float(t[-1]), until or 0.0)
+        if end > t[-1] + 1e-9:
+            ax.axvspan(t[-1], end, color="#d0d7de", alpha=0.5, lw=0)
+            ax.text((t[-1] + end) / 2, (len(feet) - 1) / 2, "episode ended", ha="center", va="center", fontsize=7,
+                    color="#57606a")
+        ax.set_xlim(min(0.0, starts[0]), end)
     ax.set_title(engine, fontsize=10)
     ax.set_xlabel("time [s]", fontsize=8)
     ax.tick_params(axis="x", labelsize=8)
