@@ -256,6 +256,13 @@ def test_report_with_a_verdict_in_chromium(risk_dir, capsys):
             caption = page.locator("#dose-response").locator("xpath=preceding-sibling::p[1]").inner_text()
             assert "1 = a typical gap" in caption
             assert "median" in page.locator("#box-caption").inner_text()
+            # The Hopper's torques against its motors' limit (gear x ctrl range), its one foot in both engines.
+            torques = [img.get_attribute("data-panel") for img in page.locator("#fig-torque img").all()]
+            assert torques == ["thigh_joint torque", "leg_joint torque", "foot_joint torque"]
+            assert "torque limit" in page.locator("#torques + p").inner_text()
+            assert [img.get_attribute("data-panel") for img in page.locator("#fig-gait img").all()] == \
+                ["mujoco", "pybullet"]
+            assert page.locator("#gait-table tr[data-foot=foot]").count() == 2
             # The run's files, linked relative to the report.
             for f in ("results.parquet", "summary.json"):
                 link = page.locator(f"nav a[href='{f}']")
@@ -292,6 +299,7 @@ def test_legged_report_shows_every_joint_and_the_commanded_velocity(tmp_path):
             # Every joint's torque and both feet's contacts in every engine (the gait diagram).
             torques = [img.get_attribute("data-panel") for img in page.locator("#fig-torque img").all()]
             assert torques == [f"{j} torque" for j in JOINTS_G1]
+            assert "torque limit" not in page.locator("#torques + p").inner_text()  # the card's PD is unclipped
             gait = [img.get_attribute("data-panel") for img in page.locator("#fig-gait img").all()]
             assert gait == ["mujoco", "pybullet"]
             cells = page.locator("#gait-table tr[data-engine] td").all_inner_texts()

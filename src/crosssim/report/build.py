@@ -184,7 +184,7 @@ def _trajectory_figures(run, task, engines: list[str], harness) -> dict:
     the reference, per quantity."""
     trajs, ref = run.trajectories, run.summary.reference_engine
     out: dict = {"overlay": [], "velocity": [], "torque": [], "divergence": [], "torque_note": None,
-                 "command_note": None, "gait": None}
+                 "command_note": None, "gait": None, "torque_limits": False}
 
     def panel(title, unit, fn, **kw):
         return (title, plots.time_panel(title, unit, trajs, engines, ref, fn, **kw))
@@ -208,7 +208,12 @@ def _trajectory_figures(run, task, engines: list[str], harness) -> dict:
                                    f"{command[2]:g} rad/s yaw" if fixed else
                                    "the command is drawn per episode from the card's ranges and not recorded")
     units = {name: "N·m" if unit == "rad" else "N" for name, unit, _ in joints}
-    out["torque"], out["torque_note"] = legged.torque_panels(trajs, engines, ref, units)
+    limits = {}
+    if harness is not None:
+        peak = harness.max_torque
+        limits = {harness.canonical.joint_names[j]: float(peak[j]) for j in harness.actuation.joint_index}
+    out["torque"], out["torque_note"] = legged.torque_panels(trajs, engines, ref, units, limits)
+    out["torque_limits"] = any(np.isfinite(v) for v in limits.values())
     out["gait"] = legged.gait(trajs, engines)
     # Divergence from the reference engine, one quantity per panel, each in its own unit.
     if ref in trajs and len(trajs[ref].get("t", [])) and len(engines) > 1:

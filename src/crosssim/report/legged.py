@@ -33,9 +33,11 @@ def _names(tr, key: str) -> list[str]:
     return [str(x) for x in np.asarray(tr.get(key, []))]
 
 
-def torque_panels(trajs: dict, engines: list[str], ref: str | None, units: dict[str, str]) -> tuple[list, str | None]:
+def torque_panels(trajs: dict, engines: list[str], ref: str | None, units: dict[str, str],
+                  limits: dict[str, float] | None = None) -> tuple[list, str | None]:
     """(one panel per joint of every engine's recorded torques, a note naming the engines without
-    any, or None); ``units``: joint name -> "N·m" or "N" (hinges by default)."""
+    any, or None); ``units``: joint name -> "N·m" or "N" (hinges by default); ``limits``: joint
+    name -> the largest torque its actuator gives (drawn as +-limit where finite)."""
     have = [e for e in engines if "joint_torque" in trajs.get(e, {})]
     if not have:
         return [], "joint torques are not recorded in this run's trajectories (base and joint positions are; " \
@@ -51,8 +53,9 @@ def torque_panels(trajs: dict, engines: list[str], ref: str | None, units: dict[
             return np.asarray(tr["joint_torque"])[:, own.index(name)] if name in own else None
         return of
 
-    panels = [(f"{n} torque", plots.time_panel(f"{n} torque", units.get(n, "N·m"), trajs, engines, ref, column(n)))
-              for n in names]
+    limits = limits or {}
+    panels = [(f"{n} torque", plots.time_panel(f"{n} torque", units.get(n, "N·m"), trajs, engines, ref, column(n),
+                                               limit=limits.get(n))) for n in names]
     missing = [e for e in engines if e in trajs and e not in have]
     return panels, (f"no torques recorded for {', '.join(missing)}" if missing else None)
 

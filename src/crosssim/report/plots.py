@@ -19,6 +19,8 @@ from crosssim.stats import bootstrap_ci
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+LIMIT_LINE = {"color": "grey", "ls": ":", "lw": 1.2, "zorder": 1}
+"""An actuator's limit (torque) in a time panel."""
 
 
 def style(k: int) -> dict:
@@ -167,10 +169,11 @@ def family_panel(title: str, curves: dict[str, tuple], engines: list[str], refer
 
 
 def time_panel(title: str, unit: str, trajectories: dict, engines: list[str], reference: str | None, fn, *,
-               command=None, log: bool = False, skip: str | None = None) -> str:
+               command=None, log: bool = False, skip: str | None = None, limit: float | None = None) -> str:
     """One quantity of episode 0 over time in every engine (``fn``: trajectory -> 1-D array, or None
     where the engine has no such series); ``command``: a constant drawn as a black dashed line;
-    ``skip``: an engine not drawn (its style stays reserved)."""
+    ``skip``: an engine not drawn (its style stays reserved); ``limit``: +-limit drawn as grey
+    dotted lines (an actuator's torque limit)."""
     plt, fig, ax = _figure(4.2, 2.6)
     for k, e in engine_order(engines, reference):
         tr = trajectories.get(e) if e != skip else None
@@ -185,6 +188,9 @@ def time_panel(title: str, unit: str, trajectories: dict, engines: list[str], re
         ax.plot(t, np.maximum(y, 1e-12) if log else y, **kw)
     if command is not None:
         ax.axhline(command, color="black", ls=(0, (6, 3)), lw=1.2, zorder=5)
+    if limit is not None and np.isfinite(limit):
+        for y in (-limit, limit):
+            ax.axhline(y, **LIMIT_LINE)
     if log:
         ax.set_yscale("log")
     ax.set_title(title, fontsize=10)
