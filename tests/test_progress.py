@@ -124,3 +124,75 @@ def test_engine_noise_goes_to_the_worker_log(tmp_path, good_policy):
     assert "pybullet build time" in (out / "logs" / "pybullet.log").read_text()
     assert not (out / "logs" / "mujoco.log").exists()  # a quiet engine leaves no log
     assert "pybullet: 1/1 episode (100 %), done in" in proc.stderr  # a pipe: plain lines ("1 episode", issue 36)
+
+
+# -- ETAs that know the search plan ---------------------------------------------------------------------
+
+
+def test_bisection_bound_shrinks_to_what_it_visits():
+    """After every visited rung, the most rungs the search visits in all: never below what it has
+    visited, never above ceil(log2(K + 1)), never growing, and equal to the visits at the end; for
+    every ladder of 1 to 9 rungs and every place the metric can fall off it."""
+    from crosssim.sweep import bisect_rungs, max_visits
+
+    for k in range(1, 10):
+        for last_pass in range(0, k + 1):
+            bounds = []
+            visited = bisect_rungs(k, lambda r: r <= last_pass, on_visit=bounds.append)
+            assert len(bounds) == len(visited) and bounds[-1] == len(visited)
+            assert all(n <= max_visits(k) for n in bounds) and bounds == sorted(bounds, reverse=True)
+            assert all(n >= i + 1 for i, n in enumerate(bounds))
+    seen = []
+    bisect_rungs(6, lambda r: False, on_visit=seen.append)  # fails at 3 then 1: 2 of the 3 it may visit
+    assert seen == [3, 2]
+
+
+def test_a_shrinking_plan_moves_the_eta_and_the_last_line(monkeypatch):
+    """60 episodes planned (10 nominal + 5 families x 10 worst case); each family's search learns it
+    needs fewer rungs: the total, and with it the ETA, shrink; the last line says what it skipped."""
+    clock = iter([0.0, 0.0, 10.0, 15.0, 20.0, 30.0, 35.0, 36.0])  # the first: RunProgress starts
+    monkeypatch.setattr("crosssim.progress.time.monotonic", lambda: next(clock))
+    stream, progress = _pipe(interval=0)
+    progress("mujoco", 1, 60, {"failure": None})  # start-up: the speed's origin
+    progress("mujoco", 11, 60, {"failure": None})  # 10 episodes in 10 s
+    assert stream.getvalue().splitlines()[-1] == "  mujoco: 11/60 episodes (18 %), about 49 s left"
+    progress("mujoco", 11, 40, {"failure": None, "replan": True, "most": 60})  # two families need fewer rungs
+    progress("mujoco", 21, 40, {"failure": None})  # 20 episodes in 20 s: 19 left of 40, not 39 of 60
+    assert stream.getvalue().splitlines()[-1] == "  mujoco: 21/40 episodes (52 %), about 19 s left"
+    progress("mujoco", 40, 42, {"failure": None})  # the last rung's rows, then the search's end
+    progress("mujoco", 40, 40, {"failure": None, "replan": True, "most": 60})
+    progress("mujoco", 40, 40, {"failure": None, "replan": True, "most": 60})  # said once
+    lines = stream.getvalue().splitlines()
+    assert sum("done in" in line for line in lines) == 1
+    assert lines[-1].startswith("  mujoco: 40/40 episodes (100 %), done in 35 s")
+    assert lines[-1].endswith("(the sweep search needed 20 episodes fewer than the 60 it may run)")
+    assert not any("replan" in line for line in lines)
+
+
+def test_a_bar_follows_the_shrinking_plan():
+    tty = io.StringIO()
+    with RunProgress(tty, tty=True) as bars:
+        bars("mujoco", 5, 30, {"failure": None})
+        bars("mujoco", 5, 22, {"failure": None, "replan": True, "most": 30})
+        assert bars._bars.tasks[0].total == 22 and bars._bars.tasks[0].completed == 5
+        bars("mujoco", 22, 22, {"failure": None})
+    assert "done; the sweep search needed 8 episodes fewer" in tty.getvalue()
+
+
+def test_a_crossval_ends_its_count_exactly_at_the_plan_it_ran(good_policy, tmp_path):
+    """A real run: every total the progress hears is at most the one before, and the last equals
+    the rows the run produced (the search said each family's end), so it ends at 100 %."""
+    from crosssim.evaluate import crossval
+    from crosssim.runner import CrossvalConfig
+
+    heard = []
+    run = crossval(CrossvalConfig(policy=str(good_policy / "card.yaml"), engines=("mujoco",), episodes=2,
+                                  sweep_episodes=2, max_steps=40, max_episodes=2, out=str(tmp_path / "run"),
+                                  report=False, cache=False),
+                   progress=lambda e, done, total, row: heard.append((done, total, bool(row.get("replan")))))
+    totals = [t for _, t, _ in heard]
+    assert totals == sorted(totals, reverse=True) and any(r for _, _, r in heard)
+    from crosssim.runfolder import RunFolder
+
+    rows = len(RunFolder(run.out).read().rows)
+    assert heard[-1][:2] == (rows, rows) and totals[0] > rows

@@ -256,12 +256,23 @@ def test_report_with_a_verdict_in_chromium(risk_dir, capsys):
             caption = page.locator("#dose-response").locator("xpath=preceding-sibling::p[1]").inner_text()
             assert "1 = a typical gap" in caption
             assert "median" in page.locator("#box-caption").inner_text()
+            # The Hopper's torques against its motors' limit (gear x ctrl range), its one foot in both engines.
+            torques = [img.get_attribute("data-panel") for img in page.locator("#fig-torque img").all()]
+            assert torques == ["thigh_joint torque", "leg_joint torque", "foot_joint torque"]
+            assert "torque limit" in page.locator("#torques + p").inner_text()
+            assert [img.get_attribute("data-panel") for img in page.locator("#fig-gait img").all()] == \
+                ["mujoco", "pybullet"]
+            assert page.locator("#gait-table tr[data-foot=foot]").count() == 2
             # The run's files, linked relative to the report.
             for f in ("results.parquet", "summary.json"):
                 link = page.locator(f"nav a[href='{f}']")
                 assert link.count() == 1 and (risk_dir / f).is_file()
             page.screenshot(path=str(ARTIFACTS / name), full_page=True)
         browser.close()
+
+
+JOINTS_G1 = [f"{side}_{j}_joint" for side in ("left", "right")
+             for j in ("hip_pitch", "hip_roll", "hip_yaw", "knee", "ankle_pitch", "ankle_roll")]
 
 
 @pytest.mark.skipif(not (ROOT.parent / "shared" / "fixtures" / "unitree-g1").is_dir(),
@@ -273,7 +284,7 @@ def test_legged_report_shows_every_joint_and_the_commanded_velocity(tmp_path):
 
     out = tmp_path / "g1"
     assert main(["crossval", "--policy", str(ROOT / "tests" / "cards" / "robots" / "unitree-g1.yaml"),
-                 "--engines", "mujoco,pybullet", "--episodes", "1", "--max-steps", "60", "--no-risk",
+                 "--engines", "mujoco,pybullet", "--episodes", "1", "--max-steps", "100", "--no-risk",
                  "--out", str(out), "--quiet"]) == 0
     with sync_playwright() as p:
         browser = _chromium(p)
@@ -285,7 +296,18 @@ def test_legged_report_shows_every_joint_and_the_commanded_velocity(tmp_path):
             velocity = [img.get_attribute("data-panel") for img in page.locator("#fig-velocity img").all()]
             assert velocity == ["forward velocity", "sideways velocity", "yaw rate"]
             assert "commanded: 0.5 m/s forward" in page.locator("#velocity + p").inner_text()
-            assert "not recorded" in page.locator("#torque-note").inner_text()
+            # Every joint's torque and both feet's contacts in every engine (the gait diagram).
+            torques = [img.get_attribute("data-panel") for img in page.locator("#fig-torque img").all()]
+            assert torques == [f"{j} torque" for j in JOINTS_G1]
+            assert "torque limit" not in page.locator("#torques + p").inner_text()  # the card's PD is unclipped
+            gait = [img.get_attribute("data-panel") for img in page.locator("#fig-gait img").all()]
+            assert gait == ["mujoco", "pybullet"]
+            cells = page.locator("#gait-table tr[data-engine] td").all_inner_texts()
+            assert len(cells) == 2 * 2 * 5 and "left_ankle_roll_link" in cells
+            duty = [int(c.split()[0]) for c in cells[2::5]]
+            assert all(20 <= d <= 90 for d in duty), cells  # walking: each foot both down and up
+            assert page.locator("#gait-missing").count() == 0 and page.locator("#gait-note").count() == 0
+            assert all(b["width"] >= 300 for b in (i.bounding_box() for i in page.locator("#fig-gait img").all()))
             divergence = [img.get_attribute("data-panel") for img in page.locator("#fig-divergence img").all()]
             assert divergence[0].startswith("base position") and "12 joints" in divergence[1]
             assert all(b["width"] >= 300 for b in (i.bounding_box() for i in page.locator("#fig-overlay img").all()))

@@ -42,6 +42,8 @@ class ReportConfig:
     dir: str = option(positional=True, parse=options.existing_folder,
                       help="A crossval output folder (holding summary.json).")
     filmstrips: bool = option(True, off="Skip rendering frames.", help="Render filmstrips of each engine.")
+    video: bool = option(False, help="Also (re)render a short video of episode 0 per engine (DIR/videos/<engine>.mp4, "
+                                     "embedded in the report); needs pip install 'crosssim[video]'.")
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,8 @@ def cmd_crossval(args) -> int:
                   "rerun without --quick before acting on it (the gate refuses a preview)")
     elif run.report_error:
         LOG.warning("report not written: %s", run.report_error)
+    for what in run.left_out:
+        LOG.warning("incomplete report: %s", printable(what, 2000))
     dead = failed_engines(run.summary)
     if dead:
         LOG.error("crossval: every episode failed in %s: its numbers mean nothing (exit %d; the failures are in "
@@ -306,9 +310,13 @@ def cmd_report(args) -> int:
     from crosssim.report import build_report
 
     t0 = time.monotonic()
-    LOG.info("report %s: rendering %splots (a legged robot's take about a minute)", printable(str(args.dir), 500),
-             "filmstrips and " if args.filmstrips else "")
-    result = build_report(args.dir, filmstrips=args.filmstrips)
+    LOG.info("report %s: rendering %s%splots (a legged robot's take about a minute)", printable(str(args.dir), 500),
+             "filmstrips and " if args.filmstrips else "", "videos and " if args.video else "")
+    if args.video:
+        from crosssim.report.video import check_available
+
+        check_available()
+    result = build_report(args.dir, filmstrips=args.filmstrips, video=args.video)
     if logs.enabled():
         print(f"report: {result.path} (built in {duration(time.monotonic() - t0)})")
     for what in result.left_out:

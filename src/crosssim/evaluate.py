@@ -25,6 +25,8 @@ class CrossvalRun:
     report: Path | None = None
     report_error: str | None = None
     """Why report.html was not written (the numbers are written regardless)."""
+    left_out: tuple[str, ...] = ()
+    """What the report or the videos could not show, in words (the terminal says each)."""
 
 
 def crossval(config: CrossvalConfig, *, progress=None) -> CrossvalRun:
@@ -106,6 +108,10 @@ def run(plan: Plan, *, progress=None) -> CrossvalRun:
     from crosssim.verdict import summarize
 
     config, folder = plan.config, plan.folder
+    if config.video:  # a missing encoder fails now, in one line, before any engine runs
+        from crosssim.report.video import check_available
+
+        check_available()
     logs = None
     if config.real:  # a bad log fails now, before any engine runs
         from crosssim.real.logs import read_logs
@@ -135,13 +141,20 @@ def run(plan: Plan, *, progress=None) -> CrossvalRun:
         folder.write_summary(summary)
     summary = _versus_base(plan, summary, progress)
     report = error = None
+    left_out: tuple[str, ...] = ()
     if config.report:
-        from crosssim.report import write_report
+        from crosssim.report import build_report
 
         try:
             # --quick: no filmstrips (2-4 s of rendering); `crosssim report DIR` adds them later
-            report = write_report(plan.out, harness=plan.harness, filmstrips=not config.quick)
+            built = build_report(plan.out, harness=plan.harness, filmstrips=not config.quick, video=config.video)
+            report, left_out = built.path, tuple(built.left_out)
         except Exception as exc:  # the numbers are written already; a report failure must not hide them
             error = f"{type(exc).__name__}: {exc}"
             LOG.debug("report failed", exc_info=True)  # -v: the traceback
-    return CrossvalRun(out=plan.out, summary=summary, report=report, report_error=error)
+    elif config.video:
+        from crosssim.report.video import VIDEOS_DIR, render_videos
+
+        _, video_error = render_videos(plan.harness.scene, folder.trajectories(), plan.out / VIDEOS_DIR)
+        left_out = (video_error,) if video_error else ()
+    return CrossvalRun(out=plan.out, summary=summary, report=report, report_error=error, left_out=left_out)

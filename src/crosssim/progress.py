@@ -9,6 +9,12 @@ speed the ETA is computed from, nor does the first episode after a start-up (it 
 spawn, the model load, a Warp compile: spread over every episode left it made a 50 s run say
 "about 32 min left"). ``row["status"]`` shows a status instead (e.g. Warp compiling its
 kernels), and a failed episode is always printed, in full.
+
+The total is the most episodes the search plan may still run: the sweep's bisection visits at
+most ceil(log2(K + 1)) rungs of a K-rung ladder and often fewer, so a ``row["replan"]`` report
+(``row["most"]``: the plan's worst case at the start) shrinks the total as the search learns; the
+ETA is then the speed times the episodes that can still come, and the last line says how many the
+search did not need.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ class _Engine:
     last: float = 0.0
     """When its last report came (the engine column's wall time, from the run's start)."""
     failures: int = 0
+    most: int | None = None
+    """The plan's worst case at the start (set by a "replan" report): what the search may have run."""
     armed: bool = False
     """Whether the speed's origin is set: the first episode after the start (or after a cached
     count or a status) carries the start-up (worker spawn, model load, a Warp compile) and only
@@ -77,6 +85,8 @@ class RunProgress:
         now = time.monotonic()
         for name, e in self.engines.items():
             if e.done >= e.total:
+                if self._bars is not None and e.most is not None and e.most > e.done and not e.failures:
+                    self._bars.update(e.task, status=f"done; {_skipped(e)}")
                 continue
             note = "stopped" if exc_type is not None else self._ending(e)
             if self._bars is not None:
@@ -95,11 +105,9 @@ class RunProgress:
 
     @staticmethod
     def _ending(e: _Engine) -> str:
-        skipped = e.total - e.done
         if e.failures:
             return f"ended with {e.failures} failed episode{'s' if e.failures != 1 else ''}"
-        return (f"done; the sweep search needed {skipped} episode{'s' if skipped != 1 else ''} fewer than "
-                f"the {e.total} it may run")
+        return f"done; {_skipped(e)}"
 
     def seconds(self) -> dict[str, float]:
         """Seconds from the run's start to each engine's last report (engines run side by side)."""
@@ -118,6 +126,10 @@ class RunProgress:
         total = max(int(total), 1)
         done = min(int(done), total)  # never "15/6", whatever a caller counts
         e = self.engines.get(engine)
+        if row.get("replan"):
+            if e is not None:
+                self._replan(engine, e, now, total, row.get("most"))
+            return
         plain = not (row.get("cached") or row.get("status"))
         if e is None:
             e = self.engines[engine] = _Engine(total=total, done=done, start_done=done, start=now, armed=plain)
@@ -126,6 +138,8 @@ class RunProgress:
         else:
             if not plain:
                 e.start_done, e.start, e.armed = max(e.start_done, done), now, False
+                if row.get("status"):  # a later stage (or a start-up) counts afresh
+                    e.most = None
             elif not e.armed:  # the first episode after a start-up: the speed counts from here
                 e.start_done, e.start, e.armed = done, now, True
             e.total, e.done = total, done
@@ -145,12 +159,32 @@ class RunProgress:
         elif done >= total or now - e.printed >= self.interval or e.printed == 0.0:
             self._line(engine, e, now)
 
+    def _replan(self, engine: str, e: _Engine, now: float, total: int, most) -> None:
+        """The search now runs at most ``total`` episodes in all (fewer rungs than planned): the bar's
+        total and the ETA follow; the speed's origin stays."""
+        if most is not None and e.most is None:
+            e.most = int(most)
+        changed, e.total = e.total != max(total, e.done), max(total, e.done)
+        if self._bars is not None:
+            self._bars.update(e.task, total=e.total, completed=e.done)
+        elif changed and e.done >= e.total:  # the plan's end came with the last row: "done" now
+            self._line(engine, e, now)
+
     def _line(self, engine: str, e: _Engine, now: float, note: str = "") -> None:
         eta = e.eta(now)
         text = f"  {self.label}{engine}: {e.done}/{plural(e.total, 'episode')} ({100 * e.done / e.total:.0f} %)"
         if e.done >= e.total:
             text += f", done in {duration(now - e.start)}"
+            if e.most is not None and e.most > e.done and not note and not e.failures:
+                note = _skipped(e)
         elif eta is not None:
             text += f", about {duration(eta)} left"
         print(text + (f" ({note})" if note else ""), file=self.stream, flush=True)
         e.printed = now
+
+
+def _skipped(e: _Engine) -> str:
+    """What the sweep search did not need, against the most the plan may run."""
+    most = max(e.most or 0, e.total)
+    skipped = most - e.done
+    return f"the sweep search needed {skipped} episode{'s' if skipped != 1 else ''} fewer than the {most} it may run"

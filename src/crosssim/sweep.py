@@ -207,13 +207,27 @@ def retained(nominal: np.ndarray, rung: np.ndarray) -> float:
     return 1.0 - (base - float(rung[ok].mean())) / max(abs(base), 1e-9)
 
 
-def bisect_rungs(rungs: int, passes: Callable[[int], bool | None]) -> list[tuple[int, bool]]:
+def visits_left(lo: int, hi: int) -> int:
+    """The most rungs the bisection still visits with the margin bracketed by rungs ``lo`` (passed)
+    and ``hi`` (failed, or K + 1): ceil(log2(hi - lo)), 0 once they are neighbours."""
+    return int(np.ceil(np.log2(hi - lo))) if hi - lo > 1 else 0
+
+
+def max_visits(rungs: int) -> int:
+    """The most rungs a bisection of a ``rungs``-rung ladder visits: ceil(log2(K + 1))."""
+    return visits_left(0, rungs + 1)
+
+
+def bisect_rungs(rungs: int, passes: Callable[[int], bool | None],
+                 on_visit: Callable[[int], None] | None = None) -> list[tuple[int, bool]]:
     """Bisection for the last passing rung, assuming the metric falls along the ladder.
 
     ``passes(k)`` says whether rung k keeps the metric within the pass fraction (None: no data,
     the search stops). Returns the visited (rung, passed) pairs in visiting order: every visited
     rung below the final bracket passed, every one above failed, so the margin lies between the
-    highest pass and the lowest fail. Costs ceil(log2(K + 1)) rungs at most.
+    highest pass and the lowest fail. Costs ``max_visits(K)`` rungs at most, one fewer on some
+    paths; ``on_visit(n)`` hears, after each visited rung, the most rungs the search now visits in
+    all (the visited ones included), so a progress bar can shrink its total as the search goes.
     """
     lo, hi = 0, rungs + 1  # rung 0 passes by definition; K + 1 stands for "beyond the ladder"
     visited = []
@@ -224,6 +238,8 @@ def bisect_rungs(rungs: int, passes: Callable[[int], bool | None]) -> list[tuple
             break
         visited.append((k, bool(ok)))
         lo, hi = (k, hi) if ok else (lo, k)
+        if on_visit is not None:
+            on_visit(len(visited) + visits_left(lo, hi))
     return visited
 
 
@@ -259,7 +275,8 @@ def rung_passes(nominal, rung, fraction: float = PASS_FRACTION) -> bool:
     return bool(np.isfinite(r) and r >= fraction)
 
 
-def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION, judge=None) -> list[tuple[int, bool]]:
+def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION, judge=None,
+                  on_visit=None) -> list[tuple[int, bool]]:
     """The bisection of one family in one engine, wherever its rows come from.
 
     ``rungs``: (condition, Variant fields) of rungs 1..K; ``rows_of(condition, fields)``:
@@ -267,7 +284,7 @@ def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION, judge
     runs what it lacks, the parent only reads); ``metric(rows)``: per-row metric values;
     ``judge(nominal rows, rung rows)``: whether a rung passes, when the family has its own
     criterion (the rehearsal's failure-aware one), else the metric keeps ``fraction`` of nominal.
-    Returns the visited (rung, passed) pairs (``bisect_rungs``)."""
+    Returns the visited (rung, passed) pairs (``bisect_rungs``, which calls ``on_visit``)."""
     base = rows_of("nominal", {})
     if not base or any(r is None for r in base):
         return []
@@ -280,4 +297,4 @@ def search_family(rungs, rows_of, metric, fraction: float = PASS_FRACTION, judge
             return None
         return judge(base, rows) if judge is not None else rung_passes(nominal, metric(rows), fraction)
 
-    return bisect_rungs(len(rungs), passes)
+    return bisect_rungs(len(rungs), passes, on_visit)

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from crosssim.files import write_atomic
-from crosssim.report import plots, tables
+from crosssim.report import legged, plots, tables
 from crosssim.report.audit import audit_view
+from crosssim.report.video import FPS as VIDEO_FPS, SECONDS as VIDEO_SECONDS, VIDEOS_DIR
 from crosssim.results import support_text
 from crosssim.runfolder import AUDIT_FILE, LOGS_DIR, ROWS_FILE, SUMMARY_FILE, TRAJECTORIES_FILE, RunFolder
 from crosssim.sweep import setting_text
@@ -179,10 +180,11 @@ def _free_base_velocity(tr) -> dict[str, np.ndarray] | None:
 
 def _trajectory_figures(run, task, engines: list[str], harness) -> dict:
     """Episode 0 in every engine: base, every actuated joint, base velocity against the command (a
-    free base), joint torques where recorded, and the divergence from the reference, per quantity."""
+    free base), joint torques and the feet's contacts (gait) where recorded, and the divergence from
+    the reference, per quantity."""
     trajs, ref = run.trajectories, run.summary.reference_engine
     out: dict = {"overlay": [], "velocity": [], "torque": [], "divergence": [], "torque_note": None,
-                 "command_note": None}
+                 "command_note": None, "gait": None, "torque_limits": False}
 
     def panel(title, unit, fn, **kw):
         return (title, plots.time_panel(title, unit, trajs, engines, ref, fn, **kw))
@@ -205,13 +207,14 @@ def _trajectory_figures(run, task, engines: list[str], harness) -> dict:
             out["command_note"] = (f"commanded: {command[0]:g} m/s forward, {command[1]:g} m/s sideways, "
                                    f"{command[2]:g} rad/s yaw" if fixed else
                                    "the command is drawn per episode from the card's ranges and not recorded")
-    if any("joint_torque" in tr for tr in trajs.values()):
-        names = [n for n, _, _ in joints] or [f"joint {k}" for k in range(
-            next(np.asarray(tr["joint_torque"]).shape[1] for tr in trajs.values() if "joint_torque" in tr))]
-        out["torque"] = [panel(f"{n} torque", "N·m", lambda tr, k=k: np.asarray(tr["joint_torque"])[:, k]
-                               if "joint_torque" in tr else None) for k, n in enumerate(names)]
-    else:
-        out["torque_note"] = "joint torques are not recorded in this run's trajectories (base and joint positions are)"
+    units = {name: "N·m" if unit == "rad" else "N" for name, unit, _ in joints}
+    limits = {}
+    if harness is not None:
+        peak = harness.max_torque
+        limits = {harness.canonical.joint_names[j]: float(peak[j]) for j in harness.actuation.joint_index}
+    out["torque"], out["torque_note"] = legged.torque_panels(trajs, engines, ref, units, limits)
+    out["torque_limits"] = any(np.isfinite(v) for v in limits.values())
+    out["gait"] = legged.gait(trajs, engines)
     # Divergence from the reference engine, one quantity per panel, each in its own unit.
     if ref in trajs and len(trajs[ref].get("t", [])) and len(engines) > 1:
         def diff(fn):
@@ -283,7 +286,7 @@ def _filmstrips(run, harness, filmstrips: bool) -> dict:
 
 RUN_FILES = ((ROWS_FILE, "every episode's row"), (SUMMARY_FILE, "the verdict and every number above"),
              (TRAJECTORIES_FILE, "episode 0's recorded series"), (AUDIT_FILE, "the parity audit"),
-             (LOGS_DIR, "the engine workers' logs"))
+             (LOGS_DIR, "the engine workers' logs"), (VIDEOS_DIR, "each engine's video (--video)"))
 """Files of a run folder the report links to (relative links: the report sits in the folder)."""
 
 
@@ -291,7 +294,23 @@ def _run_files(out: Path) -> list[tuple[str, str]]:
     return [(name, what) for name, what in RUN_FILES if (Path(out) / name).exists()]
 
 
-def _context(run, *, filmstrips: bool, harness=None) -> dict:
+def _videos(run, harness, video: bool, engines: list[str]) -> tuple[list, str | None]:
+    """The embedded videos of ``run`` (rendered first when ``video``), and why they could not be."""
+    from crosssim.report import video as videos
+
+    error = None
+    if video:
+        if harness is None or not run.trajectories:
+            error = "videos not rendered: " + ("the policy card could not be loaded" if harness is None
+                                               else f"no {TRAJECTORIES_FILE} in the run folder")
+        else:
+            t0 = time.monotonic()
+            _, error = videos.render_videos(harness.scene, run.trajectories, Path(run.out) / videos.VIDEOS_DIR)
+            LOG.debug("videos in %.1f s%s", time.monotonic() - t0, f" ({error})" if error else "")
+    return videos.embedded(run.out, engines), error
+
+
+def _context(run, *, filmstrips: bool, harness=None, video: bool = False) -> dict:
     s = run.summary
     engines = list(s.engines)
     harness, card_error = _harness(run, harness)
@@ -313,6 +332,8 @@ def _context(run, *, filmstrips: bool, harness=None) -> dict:
             ("margin", MARGIN_LINE), ("expected gap", GAP_LINE), ("pass fraction", PASS_LINE))),
         real=tables.real_view(s.real), gate=gate,
         figures=_figures(run, task, metric, engines, harness), strip=_filmstrips(run, harness, filmstrips),
+        **dict(zip(("videos", "video_error"), _videos(run, harness, video, engines))),
+        video_seconds=VIDEO_SECONDS, video_fps=VIDEO_FPS,
         audit=audit_view(run.audit), versions=package_versions(),
         machine=f"{platform.node()} ({platform.machine()}, {platform.system()})",
         generated=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -334,15 +355,19 @@ def _left_out(ctx: dict, filmstrips: bool) -> list[str]:
         out.append(ctx["card_error"])
     elif filmstrips and ctx["strip"]["error"]:
         out.append(f"filmstrips left out: {ctx['strip']['error']}")
+    if ctx["video_error"]:
+        out.append(ctx["video_error"])
     if not ctx["has_trajectories"]:
         out.append(f"no {TRAJECTORIES_FILE} in the run folder: filmstrips, trajectory and divergence plots left out")
     return out
 
 
-def build_report(out: Path, *, filmstrips: bool = True, harness=None) -> ReportResult:
+def build_report(out: Path, *, filmstrips: bool = True, harness=None, video: bool = False) -> ReportResult:
     """Render ``out/report.html`` from the stored results; atomic (a failed render keeps the old one).
     ``harness``: the run's (crosssim.runner.harness.Harness); None builds it from the stored card path.
-    Returns where it is and what it could not rebuild (a moved folder loses the card: no filmstrips)."""
+    ``video``: (re)render ``out/videos/<engine>.mp4`` first (crosssim.report.video); videos already
+    there are embedded either way. Returns where it is and what it could not rebuild (a moved folder
+    loses the card: no filmstrips)."""
     import jinja2
 
     folder = RunFolder(out)
@@ -351,7 +376,7 @@ def build_report(out: Path, *, filmstrips: bool = True, harness=None) -> ReportR
                              autoescape=jinja2.select_autoescape(default=True, default_for_string=True))
     env.filters["plural"] = plural  # {{ n | plural("episode") }}: "1 episode", "2 episodes"
     t0 = time.monotonic()
-    ctx = _context(run, filmstrips=filmstrips, harness=harness)
+    ctx = _context(run, filmstrips=filmstrips, harness=harness, video=video)
     page = env.get_template("report.html.j2").render(**ctx)
     path = folder.report_path
     write_atomic(path, lambda p: Path(p).write_text(page, encoding="utf-8"))
@@ -359,9 +384,9 @@ def build_report(out: Path, *, filmstrips: bool = True, harness=None) -> ReportR
     return ReportResult(path, _left_out(ctx, filmstrips))
 
 
-def write_report(out: Path, *, filmstrips: bool = True, harness=None) -> Path:
+def write_report(out: Path, *, filmstrips: bool = True, harness=None, video: bool = False) -> Path:
     """``build_report``'s path (for callers that only need the file)."""
-    return build_report(out, filmstrips=filmstrips, harness=harness).path
+    return build_report(out, filmstrips=filmstrips, harness=harness, video=video).path
 
 
 __all__ = ["ReportResult", "build_report", "write_report"]

@@ -19,6 +19,8 @@ from crosssim.stats import bootstrap_ci
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"]
 LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+LIMIT_LINE = {"color": "grey", "ls": ":", "lw": 1.2, "zorder": 1}
+"""An actuator's limit (torque) in a time panel."""
 
 
 def style(k: int) -> dict:
@@ -167,10 +169,11 @@ def family_panel(title: str, curves: dict[str, tuple], engines: list[str], refer
 
 
 def time_panel(title: str, unit: str, trajectories: dict, engines: list[str], reference: str | None, fn, *,
-               command=None, log: bool = False, skip: str | None = None) -> str:
+               command=None, log: bool = False, skip: str | None = None, limit: float | None = None) -> str:
     """One quantity of episode 0 over time in every engine (``fn``: trajectory -> 1-D array, or None
     where the engine has no such series); ``command``: a constant drawn as a black dashed line;
-    ``skip``: an engine not drawn (its style stays reserved)."""
+    ``skip``: an engine not drawn (its style stays reserved); ``limit``: +-limit drawn as grey
+    dotted lines (an actuator's torque limit)."""
     plt, fig, ax = _figure(4.2, 2.6)
     for k, e in engine_order(engines, reference):
         tr = trajectories.get(e) if e != skip else None
@@ -185,11 +188,46 @@ def time_panel(title: str, unit: str, trajectories: dict, engines: list[str], re
         ax.plot(t, np.maximum(y, 1e-12) if log else y, **kw)
     if command is not None:
         ax.axhline(command, color="black", ls=(0, (6, 3)), lw=1.2, zorder=5)
+    if limit is not None and np.isfinite(limit):
+        for y in (-limit, limit):
+            ax.axhline(y, **LIMIT_LINE)
     if log:
         ax.set_yscale("log")
     ax.set_title(title, fontsize=10)
     ax.set_ylabel(f"[{unit}]", fontsize=8)
     ax.set_xlabel("time [s]", fontsize=8)
     ax.tick_params(labelsize=8)
+    fig.tight_layout()
+    return _data_uri(plt, fig)
+
+
+def gait_panel(engine: str, t: np.ndarray, contact: np.ndarray, feet: list[str], *, style: int = 0,
+               until: float | None = None) -> str:
+    """One engine's gait diagram: a row per foot, a bar over each stretch of time the foot touches
+    (contact flag per control step, the bar spans the step that ends at ``t``). ``until``: the time
+    axis's end [s], shared by every engine's panel; after this episode's end the panel is greyed."""
+    plt, fig, ax = _figure(4.2, 0.9 + 0.32 * max(len(feet), 1))
+    t = np.asarray(t, float)
+    dt = float(np.median(np.diff(t))) if len(t) > 1 else 0.02
+    starts = t - dt
+    color = COLORS[style % len(COLORS)]
+    for k in range(len(feet)):
+        c = np.asarray(contact[:, k], bool)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], c.astype(int), [0]])))
+        bars = [(starts[a], t[b - 1] - starts[a]) for a, b in zip(edges[::2], edges[1::2])]
+        ax.broken_barh(bars, (k - 0.35, 0.7), facecolors=color, edgecolor="none")
+    ax.set_yticks(range(len(feet)), feet, fontsize=7)
+    ax.set_ylim(len(feet) - 0.5, -0.5)
+    if len(t):
+        end = max(float(t[-1]), until or 0.0)
+        if end > t[-1] + 1e-9:
+            ax.axvspan(t[-1], end, color="#d0d7de", alpha=0.5, lw=0)
+            ax.text((t[-1] + end) / 2, (len(feet) - 1) / 2, "episode ended", ha="center", va="center", fontsize=7,
+                    color="#57606a")
+        ax.set_xlim(min(0.0, starts[0]), end)
+    ax.set_title(engine, fontsize=10)
+    ax.set_xlabel("time [s]", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="x", lw=0.4, alpha=0.5)
     fig.tight_layout()
     return _data_uri(plt, fig)

@@ -39,6 +39,7 @@ from crosssim.errors import CrossSimError
 from crosssim.policies.base import Policy
 from crosssim.runner.episode import Episode
 from crosssim.runner.harness import Harness
+from crosssim.runner.recording import Recording
 from crosssim.runner.rollout import EpisodeAccount, EpisodeResult
 from crosssim.runner.simulator import Simulator
 from crosssim.runner.stepper import ControlStepper
@@ -106,14 +107,16 @@ def _native(sim: Simulator, harness: Harness):
 def _lockstep(sims, harness, policy, slots, batch_size, max_steps, record_episode, on_result, heartbeat, pool, *,
               rounds: bool = False) -> None:
     episodes, accounts, alive, natives = {}, {}, [], {}
+    recording = Recording.of(harness) if record_episode is not None else None
     for row, episode, seed in slots:
         sim = sims[row]
-        account = EpisodeAccount(sim.name, episode, seed, record=episode == record_episode)
+        record = episode == record_episode
+        account = EpisodeAccount(sim.name, episode, seed, record, recording)
         accounts[row] = account
         try:
             if id(sim) not in natives:  # one native-PD model per distinct model, shared by its rows
                 natives[id(sim)] = _native(sim, harness)
-            episodes[row] = Episode(ControlStepper(sim, harness, native_pd=natives[id(sim)]))
+            episodes[row] = Episode(ControlStepper(sim, harness, native_pd=natives[id(sim)], contacts=record))
             episodes[row].start(seed)
             alive.append(row)
         except Exception as exc:

@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from crosssim import options
 from crosssim.card import Card, load_card
 from crosssim.errors import CrossSimError
@@ -67,6 +65,9 @@ class CrossvalConfig:
     record: bool = option(True, cli=False, help="Keep the per-step trajectory of the first nominal episode in each "
                                                 "engine (report overlays).")
     report: bool = option(True, off="Do not write report.html.", help="Write report.html beside the results.")
+    video: bool = option(
+        False, help="Also write a short video of episode 0 per engine (DIR/videos/<engine>.mp4, the first 5 s, "
+                    "embedded in the report); needs the video extra: pip install 'crosssim[video]'.")
     executor: str = option("local", choices=("local", "ray"),
                            help="'local' (process pool) or 'ray' (Ray tasks; --address for a cluster).")
     ray_address: str | None = option(None, flag="--address", help="Ray cluster address (--executor ray); default: a "
@@ -402,9 +403,13 @@ def _row_payload(row) -> dict:
     return dataclasses.asdict(row)
 
 
-def _sweep_units(job: EngineJob) -> int:
-    """The most rows a job's sweeps can add (bisection: ceil(log2(K + 1)) rungs per family)."""
-    return sum(int(np.ceil(np.log2(len(rungs) + 1))) for _, rungs in job.sweeps) * len(job.sweep_episodes)
+def _sweep_units(job: EngineJob, bounds: dict[str, int] | None = None) -> int:
+    """The most rows a job's sweeps can add: per family, the rungs its bisection visits at most
+    (``bounds``, family -> rungs, as the worker's search last said; else ceil(log2(K + 1)))."""
+    from crosssim.sweep import max_visits
+
+    bounds = bounds or {}
+    return sum(bounds.get(family, max_visits(len(rungs))) for family, rungs in job.sweeps) * len(job.sweep_episodes)
 
 
 def _startup_status(profile: str) -> str | None:
@@ -441,9 +446,23 @@ def execute(plan: Plan, *, progress=None) -> Collected:
                 progress(job.profile, len(job.skip), total, {"failure": None, "status": status})
                 waiting[job.profile] = time.monotonic()
 
+    bounds: dict[str, dict[str, int]] = {}  # engine -> family -> most rungs its search visits in all
+    ended: dict[str, set[str]] = {}  # engine -> families whose search has ended
+
     def on_message(job: EngineJob, kind: str, payload) -> None:
         e = job.profile
-        total = len(job.units()) + len(job.skip) + _sweep_units(job)  # got.rows[e] holds the cached rows too
+        if kind == "plan":  # the search learnt it visits fewer rungs: the total (and the ETA) shrink
+            bounds.setdefault(e, {})[payload["family"]] = int(payload["visits"])
+            if payload.get("ended"):
+                ended.setdefault(e, set()).add(payload["family"])
+            if progress:
+                most = len(job.units()) + len(job.skip) + _sweep_units(job)
+                total = len(job.units()) + len(job.skip) + _sweep_units(job, bounds[e])
+                if ended.get(e, set()) >= {f for f, _ in job.sweeps}:
+                    total = len(got.rows[e])  # every row is in (a rung an earlier condition ran added none)
+                progress(e, len(got.rows[e]), total, {"failure": None, "replan": True, "most": most})
+            return
+        total = len(job.units()) + len(job.skip) + _sweep_units(job, bounds.get(e))  # got.rows[e] holds the cached rows too
         if e in waiting and kind in ("row", "progress"):  # the start-up said before the wait is over
             took = duration(time.monotonic() - waiting.pop(e))
             progress(e, len(got.rows[e]), total, {"failure": None,

@@ -10,6 +10,7 @@ from crosssim.errors import CrossSimError, EngineFailure
 from crosssim.policies.base import Policy
 from crosssim.runner.episode import Episode, play, policy_actions
 from crosssim.runner.harness import Harness
+from crosssim.runner.recording import Recording
 from crosssim.runner.simulator import Simulator
 from crosssim.runner.stepper import ControlStepper
 
@@ -36,11 +37,14 @@ class EpisodeResult:
 class EpisodeAccount:
     """Accumulates one episode's rows: return, length, per-step task terms, optional trajectory."""
 
-    def __init__(self, name: str, episode: int, seed: int, record: bool):
+    def __init__(self, name: str, episode: int, seed: int, record: bool, recording: Recording | None = None):
+        """``recording``: the torques and foot contacts to keep besides the pose (``record`` only)."""
         self.name, self.record = name, record
+        self.recording = recording if record else None
         self.result = EpisodeResult(name, episode, seed)
         self.sums: dict[str, float] = {}
         self.traj: dict[str, list] = {"t": [], "base_z": [], "base_x": [], "qpos": []} if record else {}
+        self.extra: dict[str, list] = self.recording.start() if self.recording is not None else {}
 
     def add(self, ep, step) -> None:
         """``play``'s per-step hook: account for the step ``ep`` just took."""
@@ -55,6 +59,8 @@ class EpisodeAccount:
             self.traj["base_z"].append(frame.base_pos[2])
             self.traj["base_x"].append(frame.base_pos[0])
             self.traj["qpos"].append(frame.qpos.copy())
+            if self.recording is not None:
+                self.recording.add(self.extra, frame)
         if step.terminated:
             self.result.terminated = True
             self.result.termination_reason = step.reason or f"terminated by task {ep.task.name}"
@@ -86,6 +92,8 @@ class EpisodeAccount:
         result.metrics["survival_time"] = result.length * control_dt
         if self.record:
             result.trajectory = {k: np.asarray(v) for k, v in self.traj.items()}
+            if self.recording is not None:
+                result.trajectory |= self.recording.finish(self.extra)
         return result
 
 
@@ -94,9 +102,9 @@ def run_episode(sim: Simulator, harness: Harness, policy: Policy, *, episode: in
     """Run one episode of ``policy`` in ``sim`` (its variant: the model part already compiled
     into the engine, the harness part acting here); engine or policy failures become
     ``result.failure``, never exceptions."""
-    account = EpisodeAccount(sim.name, episode, seed, record)
+    account = EpisodeAccount(sim.name, episode, seed, record, Recording.of(harness) if record else None)
     try:
-        ep = Episode(ControlStepper(sim, harness))
+        ep = Episode(ControlStepper(sim, harness, contacts=record))
         ep.start(seed)
         policy.reset()
         play(ep, policy_actions(policy), max_steps or harness.task.max_steps, on_step=account.add)

@@ -57,11 +57,16 @@ class ControlStepper:
     the compiled model (``sim.physics_dt``), so a profile timestep keeps the control period.
     """
 
-    def __init__(self, sim: Simulator, harness, *, native_pd=None):
+    def __init__(self, sim: Simulator, harness, *, native_pd=None, contacts: bool = False):
         """``native_pd``: the engine's ``native_pd_model`` of ``sim.model`` (shared by a lockstep
         batch), stepped instead of ``sim.model`` where the variant leaves the card's PD law as it
-        is (no actuator model, no motor perturbation): no Python per physics step."""
+        is (no actuator model, no motor perturbation): no Python per physics step. ``contacts``:
+        every frame carries the contact wrench per body, whether the task reads it or not (the
+        recorded episode's foot contacts; reading it changes no state). Where the engine cannot
+        give it (Newton's XPBD solver) and the task does not need it, frames go on without it."""
         self.sim, self.harness = sim, harness
+        self.contacts = contacts or bool(harness.task.needs_contacts)
+        self._contacts_optional = not harness.task.needs_contacts
         self.engine, self.model, self.name = sim.engine, sim.model, sim.name
         self.p = sim.variant.harness
         c = harness.canonical
@@ -197,16 +202,23 @@ class ControlStepper:
         return frame, task_state
 
     def frame(self) -> SimFrame:
-        task = self.harness.task
-        if getattr(task, "needs_derived", False) and self.engine.capabilities.native_derived:
-            frame = self.engine.frame(self.model, self.state, contacts=task.needs_contacts, derived=True)
-        else:
-            frame = self.engine.frame(self.model, self.state, contacts=task.needs_contacts)
+        try:
+            frame = self._read(self.contacts)
+        except CrossSimError:
+            if not (self.contacts and self._contacts_optional):
+                raise
+            self.contacts = False  # an engine without contact wrenches: the recording keeps none (and says so)
+            frame = self._read(False)
         if self.clock_offset:
             from dataclasses import replace
 
             frame = replace(frame, time=frame.time + self.clock_offset)
         return frame
+
+    def _read(self, contacts: bool) -> SimFrame:
+        if getattr(self.harness.task, "needs_derived", False) and self.engine.capabilities.native_derived:
+            return self.engine.frame(self.model, self.state, contacts=contacts, derived=True)
+        return self.engine.frame(self.model, self.state, contacts=contacts)
 
     def observe(self, frame: SimFrame, task_state: dict) -> np.ndarray:
         """The policy's input at ``frame``: one call per control period (a dropped frame repeats

@@ -7,7 +7,8 @@ recorded as failed with the reason, and the other columns go on.
 
 Protocol (parent <- worker, over a multiprocessing queue): ``("row", dict)`` per episode,
 ``("audit", list[dict])`` once after loading, ``("progress", t)`` as a heartbeat (control step
-``t``) while a batch runs in lockstep, ``("error", str)`` when the engine cannot start or fails
+``t``) while a batch runs in lockstep, ``("plan", {"family": str, "visits": int, "ended": bool})``
+as a sweep search learns how many rungs it visits at most, ``("error", str)`` when the engine cannot start or fails
 mid-run (the column's remaining episodes then fail with it), ``("done", {"max_rss_mb": float})``
 at the end. A profile may set ``python: /path/to/python`` to run its worker
 under another interpreter (docs/engines.md, "Worker protocol").
@@ -82,7 +83,7 @@ def execute_job(job: EngineJob, emit) -> None:
                                     [(i, s) for i, s in job.episodes if (condition, i) not in job.skip]):
             return
     if job.sweeps and not _search_sweeps(job, column.harness, column.seen, column.run_condition, column.can_push,
-                                         column.can_soften):
+                                         column.can_soften, emit):
         return
     import resource
 
@@ -229,15 +230,22 @@ def _fail(job: EngineJob, emit, exc: Exception) -> None:
         emit("error", f"{job.profile}: {type(exc).__name__}: {str(exc)[:300]}")
 
 
-def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push: bool, can_soften: bool = True) -> bool:
+def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push: bool, can_soften: bool = True,
+                   emit=lambda kind, payload: None) -> bool:
     """Search every sweep of ``job`` by bisection (crosssim.sweep), running the rungs it visits
-    through ``run_condition``; False when the engine failed (reported)."""
+    through ``run_condition``; False when the engine failed (reported). After each visited rung and
+    at each family's end, ``("plan", {"family", "visits"})`` says the most rungs that family's
+    search now visits in all, ``ended`` at its end (the progress bar's total shrinks with it)."""
     from crosssim.rehearsal import FAMILY as REHEARSAL, judge
     from crosssim.sweep import search_family
 
     metric = lambda payloads: harness.task.metric_values(payload_frame(payloads), job.metric)  # noqa: E731
     for family, rungs in job.sweeps:
+        def bound(visits: int, family=family, ended: bool = False) -> None:
+            emit("plan", {"family": family, "visits": int(visits), "ended": ended})
+
         if not can_push and any(f.get("push_impulse") for _, f in rungs):
+            bound(0, ended=True)
             continue  # an engine that cannot push shows no push margin ("—"), not an engine failure
         if not can_soften:  # its contact ladder moves friction and mass only (docs/risk.md, "Contact softness")
             rungs = [(c, without_softness(f)) for c, f in rungs]
@@ -248,9 +256,11 @@ def _search_sweeps(job: EngineJob, harness, seen: dict, run_condition, can_push:
                 raise _EngineFailed
             return [seen.get((condition, i)) for i, _ in job.sweep_episodes]
         try:
-            search_family(rungs, rows_of, metric, job.fraction, judge(metric) if family == REHEARSAL else None)
+            visited = search_family(rungs, rows_of, metric, job.fraction, judge(metric) if family == REHEARSAL else None,
+                                    on_visit=bound)
         except _EngineFailed:
             return False
+        bound(len(visited), ended=True)  # a search that stopped early (no data) runs no more rungs either
     return True
 
 
