@@ -93,4 +93,4 @@ def test_the_terminal_fits_80_columns_and_progress_ends_in_done(quick_run):
     table = [ln for ln in out.splitlines() if ln.startswith(" ")]
     assert table and max(map(len, table)) <= 80, max(table, key=len)
     assert "…" not in out
-    assert "mujoco: done, " in proc.stderr and "(stopped)" not in proc.stderr
+    assert "(100 %), done in " in proc.stderr and "(stopped)" not in proc.stderr

@@ -42,7 +42,10 @@ def rollout(reality, task="Hopper-v4", steps=60, observe=None):
 def test_mechanism_names_are_new_to_every_ladder_axis_and_other_reality():
     swept = {axis for lad in LADDERS.values() for axis, _ in lad.axes}
     assert not set(MECHANISMS) & swept
-    assert not set(MECHANISMS) & (MODEL_FIELDS | HARNESS_FIELDS)
+    # encoder_offset became an opt-in harness axis after this part was sealed (3b024b0), from issue 33's
+    # mechanisms list; it is in no default deployment gap, so the frozen design never draws it
+    after_seal = {"encoder_offset"}
+    assert not set(MECHANISMS) & (MODEL_FIELDS | HARNESS_FIELDS) - after_seal
     others = set()
     for cls in (realities.Reality, rh1.HeldoutReality, rh2.Heldout2Reality, rh3.Heldout3Reality):
         others |= {f.name for f in fields(cls)} - {"name", "family"}

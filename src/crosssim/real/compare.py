@@ -2,8 +2,8 @@
 with the logged commands) and open-loop (the logged actions replayed), scored against the log.
 
 Errors: joint-position RMS over the whole log and per time window, base orientation error
-(floating-base robots), and survival (the fraction of the log's duration the simulated robot
-lasted before the task's termination, a NaN or an engine failure).
+(floating-base robots), survival (the share of logs whose replay ran to the end without the
+task's termination, a NaN or an engine failure) and the share of each log the replay lasted.
 """
 
 from __future__ import annotations
@@ -167,8 +167,10 @@ def residual_groups(log: RealLog, trace: Trace) -> np.ndarray:
 def errors(log: RealLog, trace: Trace, window_s: float = 1.0) -> dict:
     """Error of one trace against its log: joint-position RMS [rad] over every simulated row
     (``q_rms``, the whole log) and over the rows before the first simulated fall
-    (``q_rms_survived``), per time window, by joint; survival (fraction of the log before that
-    fall, a failure or the end) and the fall's time [s]; base orientation error [deg]."""
+    (``q_rms_survived``), per time window, by joint; survival (1 when the replay ran the whole log
+    without a fall or failure, else 0: averaged over logs it is the share of logs that survive, as
+    everywhere else in crosssim), the share of the log before the fall (``time_share``) and the
+    fall's time [s]; base orientation error [deg]."""
     T, dt = len(log), log.control_period
     diff = trace.q - log.q
     ok = np.isfinite(diff).all(axis=1)
@@ -179,7 +181,8 @@ def errors(log: RealLog, trace: Trace, window_s: float = 1.0) -> dict:
     windows = [rms(diff[w:w + per][ok[w:w + per]]) for w in range(0, T, per)]
     out = {"q_rms": rms(diff[ok]), "q_rms_survived": rms(diff[alive]), "q_rms_windows": windows,
            "q_rms_by_joint": {j: rms(diff[ok, k]) for k, j in enumerate(log.joints)},
-           "survival": min(trace.survived, T) / T, "fall_time_s": None if trace.fell is None else trace.fell * dt,
+           "survival": 0.0 if trace.fell is not None or trace.failure else 1.0,
+           "time_share": min(trace.survived, T) / T, "fall_time_s": None if trace.fell is None else trace.fell * dt,
            "terminated": trace.terminated, "failure": trace.failure}
     if trace.quat is not None and log.quat is not None:
         good = ok & np.isfinite(trace.quat).all(axis=1)
@@ -202,7 +205,7 @@ def _aggregate(items: list[dict]) -> dict:
                for w in range(n)]
     falls = [d["fall_time_s"] for d in items if d.get("fall_time_s") is not None]
     out = {"q_rms": _mean(items, "q_rms"), "q_rms_survived": _mean(items, "q_rms_survived"),
-           "q_rms_windows": windows, "survival": _mean(items, "survival"),
+           "q_rms_windows": windows, "survival": _mean(items, "survival"), "time_share": _mean(items, "time_share"),
            "falls": len(falls), "first_fall_s": min(falls) if falls else None,
            "failures": sum(1 for d in items if d.get("failure"))}
     for key in ("orientation_error_deg", "orientation_error_survived_deg"):
@@ -306,8 +309,8 @@ def format_real(section: dict) -> str:
              f"(real robot survived {_f(section['real']['survival'], 0, 100)} %)"
              + (f"; {len(dry)} dry runs (input checks only)" if dry else "")
              + "; error of each engine against the logs",
-             "q RMS over the whole log / over the part before the simulated robot fell; survival: that part's "
-             "share of the log",
+             "q RMS over the whole log / over the part before the simulated robot fell; survival: the share "
+             "of logs whose replay ran to the end without a fall",
              f"{'engine':<24}{'log':<18}{'open loop':<36}{'closed loop':<36}{'orientation':>11}"]
     if section.get("base_estimated"):
         lines.insert(2, f"base state estimated for {len(section['base_estimated'])} logs without pos.*/vel.* "
