@@ -310,8 +310,12 @@ def test_example_policies_pass_against_themselves(policy, tmp_path):
     if not any(policy.glob("model.*")):
         pytest.skip(f"{policy.name} not trained (make policies)")
     run = tmp_path / "run"
+    # Fetch: the default pybullet column refuses the fingers' torsional friction, and pybullet-sliding
+    # refuses the friction sweep's variants (Bullet's product of two coefficients cannot give MuJoCo's
+    # max once they are scaled; docs/manipulation.md), so its cards run the gate in MuJoCo alone.
+    engines = "mujoco" if "task: Fetch" in (policy / "card.yaml").read_text() else "mujoco,pybullet"
     cv = subprocess.run([sys.executable, "-m", "crosssim.cli", "crossval", "--policy", str(policy), "--engines",
-                         "mujoco,pybullet", "--episodes", "3", "--no-report", "--quiet", "--out", str(run)],
+                         engines, "--episodes", "3", "--no-report", "--quiet", "--out", str(run)],
                         capture_output=True, text=True, timeout=600, cwd=tmp_path, env=_cli_env())
     assert cv.returncode == 0, cv.stderr[-2000:]
     g = subprocess.run([sys.executable, "-m", "crosssim.cli", "gate", "--run", str(run), "--baseline", str(run)],
