@@ -167,6 +167,8 @@ class DeploymentSection(_Section):
     """Largest extra delay of a command [control periods], drawn per period."""
     imu_bias: Number | None = Field(None, json_schema_extra={"minimum": 0})
     """Largest constant IMU bias per component [rad/s on base_ang_vel; about rad of tilt on projected_gravity]."""
+    ground_slope: Number | None = Field(None, json_schema_extra={"minimum": 0, "maximum": 0.5})
+    """Steepest ground expected [rad], uphill along the walking direction (+x): gravity tilted in every engine."""
 
 
 class CardModel(_Section):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from crosssim.errors import CardError
 
-MECHANISMS = ("encoder_offset", "joint_friction", "deadband", "action_drop", "action_jitter", "imu_bias")
+MECHANISMS = ("encoder_offset", "joint_friction", "deadband", "action_drop", "action_jitter", "imu_bias",
+              "ground_slope")
 """Keys of the real robot's mechanisms (docs/risk.md, "Mechanisms"): each a rehearsal axis of the same
 name when a card or deployment file states it; no robot class has a default yet (the validation freeze)."""
 KEYS = ("file", "latency", "latency_steps", "motor_strength", "motor_lag", "obs_noise", "friction", "added_mass",
@@ -77,6 +78,8 @@ class DeploymentGap:
     """Largest extra delay of a command [control periods, at most 1], drawn per period."""
     imu_bias: float = 0.0
     """Largest constant IMU bias per component [rad/s on the gyro; about rad of tilt on gravity]."""
+    ground_slope: float = 0.0
+    """Steepest ground expected [rad], uphill along the walking direction (+x)."""
 
     def axes(self, control_period: float) -> dict[str, float]:
         """The gap as values of the swept axes (crosssim.sweep.LADDERS)."""
@@ -124,6 +127,7 @@ class StatedDeployment:
     action_drop: float | None = None
     action_jitter: float | None = None
     imu_bias: float | None = None
+    ground_slope: float | None = None
 
     def stated(self) -> dict:
         """The stated keys (every key of KEYS but ``file`` that is not None) and their values."""
@@ -189,7 +193,8 @@ def parse_deployment(section, where: Path) -> StatedDeployment:
     limits = {"latency": (0.0, 1.0), "latency_steps": (0.0, None), "motor_strength": (0.0, 0.95),
               "motor_lag": (0.0, None), "obs_noise": (0.0, None), "added_mass": (0.0, None), "push": (0.0, None),
               "contact_timeconst": (0.001, 1.0), "encoder_offset": (0.0, None), "joint_friction": (0.0, None),
-              "deadband": (0.0, None), "action_drop": (0.0, 0.95), "action_jitter": (0.0, 1.0), "imu_bias": (0.0, None)}
+              "deadband": (0.0, None), "action_drop": (0.0, 0.95), "action_jitter": (0.0, 1.0), "imu_bias": (0.0, None),
+              "ground_slope": (0.0, 0.5)}
     out = {}
     for key, value in merged.items():
         if key in ("actuator", "obs_noise_terms", "margins", "uncertainty", "calibration"):

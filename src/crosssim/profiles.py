@@ -85,7 +85,7 @@ RANGES = {
     **{k: _NONNEGATIVE for k in ("motor_lag", "action_latency", "action_delay", "obs_noise", "backlash",
                                  "push_impulse", "friction_scale", "damping_scale", "armature_scale",
                                  "frictionloss_scale", "joint_damping", "joint_armature", "joint_frictionloss",
-                                 "encoder_offset", "joint_friction", "deadband", "imu_bias")},
+                                 "encoder_offset", "joint_friction", "deadband", "imu_bias", "ground_slope")},
 }
 """The physical range of each numeric variant key; a profile outside it is refused when read
 (a motor strength of -1 or a 150 % frame-drop rate is a typo, not a gap)."""

@@ -150,7 +150,8 @@ def axis_fields(name: str, value) -> dict:
 NOMINAL = {"motor_strength": 1.0, "motor_lag": 0.0, "action_latency": 0, "obs_noise": 0.0,
            "friction_scale": 1.0, "mass_scale": 1.0, "motor_free_speed": float("inf"), "push_impulse": 0.0,
            "actuator": None, "backlash": 0.0, "obs_drop": 0.0, "contact_timeconst": 0.02, "encoder_offset": 0.0,
-           "joint_friction": 0.0, "deadband": 0.0, "action_drop": 0.0, "action_jitter": 0.0, "imu_bias": 0.0}
+           "joint_friction": 0.0, "deadband": 0.0, "action_drop": 0.0, "action_jitter": 0.0, "imu_bias": 0.0,
+           "ground_slope": 0.0}
 """Each swept axis's value with no gap (the Variant fields' defaults). ``contact_timeconst``'s
 default is the scene's own; its nominal here is MuJoCo's default time constant, 0.02 s, which the
 ladder and the deployment gap assume the scene keeps (docs/risk.md, "Contact softness")."""
@@ -159,7 +160,8 @@ UNITS = {"motor_strength": "x", "motor_lag": "s", "action_latency": "control ste
          "friction_scale": "x", "mass_scale": "x", "motor_free_speed": "rad/s", "push_impulse": "N s",
          "actuator": "file", "latency": "s", "backlash": "s", "obs_drop": "share of frames", "contact_timeconst": "s",
          "encoder_offset": "rad", "joint_friction": "N m", "deadband": "N m", "action_drop": "share of commands",
-         "action_jitter": "control steps", "imu_bias": "rad/s"}
+         "action_jitter": "control steps", "imu_bias": "rad/s",
+         "ground_slope": "rad"}
 TERM_NOISE = "term_noise:"
 """Prefix of a per-term noise axis: ``term_noise:<observation term>``. (``latency`` is no axis: the
 risk profile adds the timing axis's latency in seconds beside it.)"""

@@ -62,6 +62,10 @@ class ModelVariant:
     (None: the scene's own; MuJoCo's default is 0.02). A larger one is a softer, slower contact: the
     robot's feet sink deeper and the ground pushes back later (carpet, turf, rubber feet). Engines
     that cannot express it refuse it (crosssim.runner.simulator.check_features)."""
+    ground_slope: float = _axis(0.0, ADD)
+    """Ground inclination [rad]: gravity tilted about the world y axis so that +x (the direction a
+    locomotion task walks) is uphill; every engine takes gravity from the compiled model, so the
+    slope reaches each the same way. A cart-pole's track tilts likewise."""
     contact_dampratio: float | None = _axis(None, OVERRIDE)
     """Damping ratio of the contacts (MuJoCo's solref second value; 1 is critical, below 1 bouncy;
     None: the scene's own)."""
@@ -323,6 +327,15 @@ def _armature(m, value: float) -> None:
 @model_axis("frictionloss_scale")
 def _frictionloss(m, value: float) -> None:
     m.dof_frictionloss[:] = m.dof_frictionloss * value
+
+
+@model_axis("ground_slope")
+def _ground_slope(m, value: float) -> None:
+    import numpy as np
+
+    c, s = np.cos(value), np.sin(value)
+    gx, gy, gz = (float(v) for v in m.opt.gravity)
+    m.opt.gravity[:] = (c * gx + s * gz, gy, -s * gx + c * gz)  # rotation about +y: -z gravity gains -x
 
 
 CONTACT_SOFTNESS = ("contact_timeconst", "contact_dampratio")
