@@ -43,3 +43,20 @@ def test_an_improvement_or_noise_is_not_a_regression():
                            "timing": (0.66, (0.6, 0.9), {"mujoco": 0.66, "pybullet": 0.7})})
     out = _compare(same)
     assert out["regressions"] == [] and "no regression" in format_versus(out)
+
+
+def test_a_base_card_outside_the_repository_is_not_read(tmp_path):
+    """training.base.card may not point a pull request's crossval at any file on the runner."""
+    from types import SimpleNamespace
+
+    from crosssim.correct.versus import base_outside
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "policies" / "fixed").mkdir(parents=True)
+    card = SimpleNamespace(path=repo / "policies" / "fixed" / "card.yaml")
+    assert base_outside(card, repo / "policies" / "base" / "card.yaml") is None
+    why = base_outside(card, (repo / "policies" / "fixed" / "../../../elsewhere/card.yaml"))
+    assert why and "outside" in why and "training.base.card" in why
+    loose = SimpleNamespace(path=tmp_path / "corrected" / "card.yaml")  # correct train's output, in no repository
+    assert base_outside(loose, repo / "policies" / "base" / "card.yaml") is None

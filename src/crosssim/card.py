@@ -113,7 +113,8 @@ def find_card(path: str | Path) -> Path:
                     f"and {', '.join(CARD_NAMES)}); see docs/cards.md")
 
 
-def _repo_root(folder: Path) -> Path | None:
+def repo_root(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` holding ``.git`` (a checkout), or None."""
     for p in (folder, *folder.parents):
         if (p / ".git").exists():
             return p
@@ -127,7 +128,7 @@ def _check_link(where: Path) -> None:
         return
     target = where.resolve()
     folder = where.absolute().parent
-    root = _repo_root(folder) or folder
+    root = repo_root(folder) or folder
     if not target.is_relative_to(root.resolve()):
         raise CardError(f"{where}: the card is a symlink to {target}, outside {root}; commit the card file itself")
 

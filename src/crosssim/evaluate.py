@@ -84,7 +84,7 @@ def _until_decided(plan: Plan, got, summary: RunSummary, progress) -> RunSummary
 def _versus_base(plan: Plan, summary: RunSummary, progress) -> RunSummary:
     """A corrected policy's run with its base's beside it (same config, in ``base/`` of the run
     folder) and the comparison in summary.json's ``correction``; else ``summary`` as it is."""
-    from crosssim.correct.versus import base_card, compare_runs
+    from crosssim.correct.versus import base_card, base_outside, compare_runs
 
     base = base_card(plan.card)
     if base is None or not plan.config.compare_base:
@@ -92,6 +92,9 @@ def _versus_base(plan: Plan, summary: RunSummary, progress) -> RunSummary:
     if not base.is_file():
         return dataclasses.replace(summary, warnings=[*summary.warnings, f"the corrected policy's base card {base} is "
                                                       "missing: not compared with its base"])
+    outside = base_outside(plan.card, base)
+    if outside:
+        return dataclasses.replace(summary, warnings=[*summary.warnings, outside])
     config = dataclasses.replace(plan.config, policy=str(base), out=str(plan.out / "base"), report=False, real=None,
                                  compare_base=False)
     LOG.info("corrected policy: running its base %s with the same settings", base)

@@ -413,7 +413,7 @@ def test_card_symlink_within_its_repository_is_fine_outside_is_not(tmp_path, goo
 
     repo = tmp_path / "repo"
     (repo / "shared").mkdir(parents=True)
-    (repo / ".git").mkdir()  # what _repo_root looks for; no git needed
+    (repo / ".git").mkdir()  # what repo_root looks for; no git needed
     folder = repo / "policies" / "p"
     folder.mkdir(parents=True)
     _case_dir(folder, good_policy)

@@ -33,6 +33,20 @@ def base_card(card) -> Path | None:
     return (Path(card.path).parent / str(base)).resolve()
 
 
+def base_outside(card, base: Path) -> str | None:
+    """Why a base card is not read, when the corrected card lies in a repository (a pull request's
+    checkout) and its base outside it: a pull request could otherwise make crossval read any file
+    on the runner as a card, as a card symlinked outside is refused (crosssim.card). A corrected
+    card outside any repository (``crosssim correct train``'s output folder) is the user's own."""
+    from crosssim.card import repo_root
+
+    root = repo_root(Path(card.path).resolve().parent)
+    if root is None or base.resolve().is_relative_to(root.resolve()):
+        return None
+    return (f"{card.path}: training.base.card {base} lies outside {root}; the base is not run and the corrected "
+            "policy not compared with it (commit the base card beside it)")
+
+
 def _survival(e) -> float:
     return float("nan") if not e.episodes else 1.0 - float(e.terminated_early)
 
