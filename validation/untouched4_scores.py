@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
-from crosssim.rehearsal import FAILURE_BANDS, LOSS_BANDS, ORDER
+from crosssim.rehearsal import ORDER, badness
 from crosssim.stats import mmrv, spearman
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,9 +20,8 @@ BEGIN, END = "<!-- untouched4:begin -->", "<!-- untouched4:end -->"
 SEVERITY = {"low": 0, "medium": 1, "high": 2, "unknown": np.nan}
 
 
-def severity(loss: float, fail: float) -> float:
-    """How far into the bands a (loss, failure rate) lies: 1 is the HIGH edge of either."""
-    return max(loss / LOSS_BANDS[-1][1], fail / FAILURE_BANDS[-1][1])
+severity = badness
+"""How far into the bands a (loss, failure rate) lies: 1 is the HIGH edge of either (the product's own)."""
 
 
 def in_band(cls: str, loss: float, fail: float) -> bool:
@@ -33,10 +32,11 @@ def in_band(cls: str, loss: float, fail: float) -> bool:
 
 
 def old_class(headroom) -> str:
-    """The ladder verdict of before the rehearsal (high below a headroom of 0.25, medium below 1)."""
-    if headroom is None or not np.isfinite(headroom):
-        return "unknown"
-    return "high" if headroom < 0.25 else "medium" if headroom < 1 else "low"
+    """The ladder verdict of before the rehearsal (crosssim.risk.verdict_for: high below a headroom of
+    0.25, medium below 1); "unknown" where no profile was computed (a harness mismatch)."""
+    from crosssim.risk import verdict_for
+
+    return "unknown" if headroom is None else verdict_for(headroom)
 
 
 def _rank(scores, truth) -> tuple[float, float]:

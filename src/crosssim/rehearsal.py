@@ -180,14 +180,10 @@ def joint_margin(points: list[tuple[float, float]], nominal_badness: float) -> t
 
 
 def monotone(values: list[float]) -> list[float]:
-    """Least-squares non-decreasing fit of ``values`` in their order (pool adjacent violators)."""
-    blocks: list[list[float]] = []  # [mean, count]
-    for v in values:
-        blocks.append([float(v), 1.0])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            (m2, n2), (m1, n1) = blocks.pop(), blocks.pop()
-            blocks.append([(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2])
-    return [m for m, n in blocks for _ in range(int(n))]
+    """Least-squares non-decreasing fit of ``values`` in their order (scipy's pool adjacent violators)."""
+    from scipy.optimize import isotonic_regression
+
+    return [float(v) for v in isotonic_regression(np.asarray(values, dtype=float)).x] if len(values) else []
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
